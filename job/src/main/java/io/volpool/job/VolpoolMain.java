@@ -1,0 +1,173 @@
+package io.volpool.job;
+
+import io.volpool.backend.Backends;
+import io.volpool.format.TensorFormatException;
+import io.volpool.job.config.JobSettings;
+import io.volpool.job.config.SettingsException;
+import io.volpool.job.config.VolpoolOptions;
+import io.volpool.spark.BadRecordException;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.spark.SparkConf;
+import org.apache.spark.sql.SparkSession;
+import scala.Tuple2;
+
+/**
+ * Entry point, under {@code spark-submit} and embedded ({@code scripts/volpool}). Takes the same
+ * {@code --conf KEY=VALUE} and {@code --properties-file FILE} flags as spark-submit (plus
+ * {@code --master}); without a master it runs Spark locally ({@code local[*]}). Exit codes:
+ * 0 success, 2 invalid settings, 3 bad input record, 1 any other failure.
+ */
+public final class VolpoolMain {
+  public static final int EXIT_OK = 0;
+  public static final int EXIT_FAILED = 1;
+  public static final int EXIT_SETTINGS = 2;
+  public static final int EXIT_BAD_RECORD = 3;
+  private static final Pattern BAD_RECORD = Pattern.compile("(bad record [^\\n]*)");
+
+  private VolpoolMain() {}
+
+  public static void main(String[] args) {
+    int code = run(args, System.out, System.err);
+    Backends.closeAll();
+    System.exit(code);
+  }
+
+  /** Runs the job as {@link #main} would, returning the exit code instead of exiting. */
+  public static int run(String[] args, PrintStream out, PrintStream err) {
+    SparkConf conf;
+    try {
+      Map<String, String> flags = new LinkedHashMap<>();
+      String propsFile = null;
+      String master = null;
+      for (int i = 0; i < args.length; i++) {
+        String a = args[i];
+        switch (a) {
+          case "--help":
+          case "-h":
+            out.print(usage());
+            return EXIT_OK;
+          case "--settings-table":
+            out.print(VolpoolOptions.markdownTable());
+            return EXIT_OK;
+          case "--conf":
+          case "-c": {
+            String kv = value(args, ++i, a);
+            int eq = kv.indexOf('=');
+            if (eq <= 0) {
+              throw new SettingsException("--conf takes KEY=VALUE, got '" + kv + "'");
+            }
+            flags.put(kv.substring(0, eq).trim(), kv.substring(eq + 1));
+            break;
+          }
+          case "--properties-file":
+            propsFile = value(args, ++i, a);
+            break;
+          case "--master":
+            master = value(args, ++i, a);
+            break;
+          default:
+            throw new SettingsException("unknown argument '" + a + "'\n" + usage());
+        }
+      }
+      conf = new SparkConf();
+      if (propsFile != null) {
+        Properties p = new Properties();
+        try (Reader r = Files.newBufferedReader(Paths.get(propsFile), StandardCharsets.UTF_8)) {
+          p.load(r);
+        } catch (IOException e) {
+          throw new SettingsException("--properties-file " + propsFile + ": " + e.getMessage(), e);
+        }
+        for (String k : p.stringPropertyNames()) {
+          if (!flags.containsKey(k)) {
+            conf.set(k, p.getProperty(k).trim());
+          }
+        }
+      }
+      flags.forEach(conf::set);
+      if (master != null) {
+        conf.setMaster(master);
+      }
+      if (!conf.contains("spark.master")) {
+        conf.setMaster("local[*]");
+      }
+      conf.setIfMissing("spark.app.name", "volpool");
+      Map<String, String> all = new LinkedHashMap<>();
+      for (Tuple2<String, String> t : conf.getAll()) {
+        all.put(t._1(), t._2());
+      }
+      JobSettings settings = new JobSettings(all);
+      SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
+      try {
+        RunSummary summary = VolpoolJob.run(spark, settings);
+        out.print(summary.toText());
+        return EXIT_OK;
+      } finally {
+        spark.stop();
+      }
+    } catch (Throwable t) {
+      return report(t, err);
+    }
+  }
+
+  private static String value(String[] args, int i, String flag) {
+    if (i >= args.length) {
+      throw new SettingsException(flag + " needs a value");
+    }
+    return args[i];
+  }
+
+  /** Prints the cause a user can act on, and returns the exit code for it. */
+  static int report(Throwable t, PrintStream err) {
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      if (c instanceof SettingsException) {
+        err.println("volpool: FAILED: invalid settings: " + c.getMessage());
+        err.println("volpool: see the settings table in README.md, or run with --help");
+        return EXIT_SETTINGS;
+      }
+      if (c instanceof BadRecordException) {
+        err.println("volpool: FAILED: " + c.getMessage());
+        err.println("volpool: no output was written; fix or remove that record and rerun");
+        return EXIT_BAD_RECORD;
+      }
+    }
+    String text = String.valueOf(t.getMessage());
+    Matcher m = BAD_RECORD.matcher(text);
+    if (m.find()) {
+      err.println("volpool: FAILED: " + m.group(1));
+      err.println("volpool: no output was written; fix or remove that record and rerun");
+      return EXIT_BAD_RECORD;
+    }
+    Throwable root = t;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    if (root instanceof TensorFormatException || root instanceof IllegalArgumentException) {
+      err.println("volpool: FAILED: " + root.getMessage());
+      return EXIT_SETTINGS;
+    }
+    err.println("volpool: FAILED: " + t);
+    if (root != t) {
+      err.println("volpool: caused by: " + root);
+    }
+    t.printStackTrace(err);
+    return EXIT_FAILED;
+  }
+
+  static String usage() {
+    return String.join("\n",
+        "usage: scripts/volpool [--master URL] [--properties-file FILE] [--conf spark.volpool.KEY=VALUE]...",
+        "       spark-submit --class io.volpool.job.VolpoolMain [spark options] volpool-job-*-spark.jar",
+        "Runs the volpool pipeline over a dataset of 3D volumes. Settings (spark.volpool.*):",
+        VolpoolOptions.markdownTable());
+  }
+}

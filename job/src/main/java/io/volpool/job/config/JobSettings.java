@@ -1,0 +1,236 @@
+package io.volpool.job.config;
+
+import io.volpool.op.AvgPool3dSpec;
+import io.volpool.op.VolumeShape;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+
+/**
+ * Typed, validated view of the job's {@code spark.volpool.*} settings, read once on the driver.
+ * Precedence, highest first: {@code --conf} flags, then {@code --properties-file} entries, then
+ * Spark's defaults file; a key set nowhere takes its default from {@link VolpoolOptions}. Unknown
+ * {@code spark.volpool.*} keys are errors (a typo must not silently fall back to a default).
+ * Driver-only: executors get the {@link io.volpool.spark.RunSpec} built from it.
+ */
+public final class JobSettings {
+  private final Map<String, String> values;
+
+  public JobSettings(Map<String, String> conf) {
+    this.values = new TreeMap<>();
+    conf.forEach((k, v) -> {
+      if (k.startsWith(VolpoolOptions.PREFIX)) {
+        values.put(k, v.trim());
+      }
+    });
+    Set<String> known = VolpoolOptions.ALL.stream().map(ConfKey::key).collect(Collectors.toSet());
+    for (String k : values.keySet()) {
+      if (!known.contains(k)) {
+        throw new SettingsException("unknown setting " + k + "; known settings: "
+            + VolpoolOptions.ALL.stream().map(ConfKey::key).sorted().collect(Collectors.joining(", ")));
+      }
+    }
+    validate();
+  }
+
+  private void validate() {
+    input();
+    output();
+    inputFormat();
+    outputFormat();
+    mode();
+    device();
+    stageNames();
+    if (stageNames().contains("fused")) {
+      fusedWeights();
+    }
+    avgPool();
+    batchSize();
+    cpuThreads();
+    gpuTasksPerDevice();
+    tensorShape();
+    if (outputFormat().equals("npy") && !inputFormat().equals("npy")) {
+      throw new SettingsException(VolpoolOptions.OUTPUT_FORMAT.key() + "=npy needs " + VolpoolOptions.INPUT_FORMAT.key()
+          + "=npy (one output file per input file), got input.format=" + inputFormat());
+    }
+  }
+
+  private String raw(ConfKey k) {
+    String v = values.get(k.key());
+    return v == null || v.isEmpty() ? k.defaultValue() : v;
+  }
+
+  private String required(ConfKey k) {
+    String v = raw(k);
+    if (v == null) {
+      throw new SettingsException("missing required setting " + k.key() + ": " + k.doc());
+    }
+    return v;
+  }
+
+  private String oneOf(ConfKey k, String... allowed) {
+    String v = raw(k).toLowerCase(Locale.ROOT);
+    if (!Arrays.asList(allowed).contains(v)) {
+      throw new SettingsException(k.key() + " must be one of " + String.join(", ", allowed) + ", got '" + raw(k) + "'");
+    }
+    return v;
+  }
+
+  private int integer(ConfKey k, int min) {
+    String v = raw(k);
+    int i;
+    try {
+      i = Integer.parseInt(v);
+    } catch (NumberFormatException e) {
+      throw new SettingsException(k.key() + " must be an integer, got '" + v + "'");
+    }
+    if (i < min) {
+      throw new SettingsException(k.key() + " must be at least " + min + ", got " + i);
+    }
+    return i;
+  }
+
+  private OptionalInt optionalInt(ConfKey k, int min) {
+    return raw(k) == null ? OptionalInt.empty() : OptionalInt.of(integer(k, min));
+  }
+
+  private boolean bool(ConfKey k) {
+    String v = raw(k).toLowerCase(Locale.ROOT);
+    if (!v.equals("true") && !v.equals("false")) {
+      throw new SettingsException(k.key() + " must be true or false, got '" + raw(k) + "'");
+    }
+    return v.equals("true");
+  }
+
+  public String input() {
+    return required(VolpoolOptions.INPUT);
+  }
+
+  public String output() {
+    return required(VolpoolOptions.OUTPUT);
+  }
+
+  public String inputFormat() {
+    return oneOf(VolpoolOptions.INPUT_FORMAT, "parquet", "npy");
+  }
+
+  public String outputFormat() {
+    return raw(VolpoolOptions.OUTPUT_FORMAT) == null ? inputFormat() : oneOf(VolpoolOptions.OUTPUT_FORMAT, "parquet", "npy");
+  }
+
+  public String tensorColumn() {
+    return raw(VolpoolOptions.INPUT_TENSOR_COLUMN);
+  }
+
+  /** The configured fixed tensor shape, or null. */
+  public VolumeShape tensorShape() {
+    String v = raw(VolpoolOptions.INPUT_TENSOR_SHAPE);
+    if (v == null) {
+      return null;
+    }
+    try {
+      int[] d = Arrays.stream(v.split(",")).map(String::trim).mapToInt(Integer::parseInt).toArray();
+      return VolumeShape.of(d);
+    } catch (IllegalArgumentException e) {
+      throw new SettingsException(VolpoolOptions.INPUT_TENSOR_SHAPE.key() + " must be four positive integers C,D,H,W, got '"
+          + v + "'");
+    }
+  }
+
+  public boolean overwrite() {
+    return oneOf(VolpoolOptions.MODE, "errorifexists", "overwrite").equals("overwrite");
+  }
+
+  private String mode() {
+    return oneOf(VolpoolOptions.MODE, "errorifexists", "overwrite");
+  }
+
+  public String device() {
+    return oneOf(VolpoolOptions.DEVICE, "auto", "cpu", "gpu");
+  }
+
+  /** Stage names in order; empty for {@code identity}. */
+  public List<String> stageNames() {
+    String v = raw(VolpoolOptions.PIPELINE);
+    List<String> out = new ArrayList<>();
+    for (String s : v.split(",")) {
+      String t = s.trim().toLowerCase(Locale.ROOT);
+      if (t.isEmpty()) {
+        continue;
+      }
+      if (!t.equals("fused") && !t.equals("avgpool3d") && !t.equals("identity")) {
+        throw new SettingsException(VolpoolOptions.PIPELINE.key() + " takes a comma list of fused, avgpool3d (or identity alone),"
+            + " got '" + v + "' (unknown stage '" + s.trim() + "')");
+      }
+      out.add(t);
+    }
+    if (out.isEmpty()) {
+      throw new SettingsException(VolpoolOptions.PIPELINE.key() + " is empty; use identity to copy tensors through");
+    }
+    if (out.contains("identity")) {
+      if (out.size() > 1) {
+        throw new SettingsException(VolpoolOptions.PIPELINE.key() + "=identity cannot be combined with other stages, got '"
+            + v + "'");
+      }
+      return List.of();
+    }
+    return out;
+  }
+
+  public String fusedWeights() {
+    String v = raw(VolpoolOptions.FUSED_WEIGHTS);
+    if (v == null) {
+      throw new SettingsException("missing setting " + VolpoolOptions.FUSED_WEIGHTS.key() + ": the pipeline '"
+          + raw(VolpoolOptions.PIPELINE) + "' has a fused stage, which needs the model's safetensors file");
+    }
+    return v;
+  }
+
+  public io.volpool.op.FusedModel.Params fusedParams() {
+    return new io.volpool.op.FusedModel.Params(optionalInt(VolpoolOptions.FUSED_STRIDE, 1),
+        optionalInt(VolpoolOptions.FUSED_PADDING, 0), optionalInt(VolpoolOptions.FUSED_OUTPUT_PADDING, 0),
+        optionalInt(VolpoolOptions.FUSED_POOL_KERNEL, 1));
+  }
+
+  public AvgPool3dSpec avgPool() {
+    try {
+      return new AvgPool3dSpec(integer(VolpoolOptions.AVGPOOL_KERNEL, 1), integer(VolpoolOptions.AVGPOOL_STRIDE, 1),
+          integer(VolpoolOptions.AVGPOOL_PADDING, 0), bool(VolpoolOptions.AVGPOOL_CEIL),
+          bool(VolpoolOptions.AVGPOOL_COUNT_PAD));
+    } catch (SettingsException e) {
+      throw e;
+    } catch (IllegalArgumentException e) {
+      throw new SettingsException("spark.volpool.avgpool3d.*: " + e.getMessage(), e);
+    }
+  }
+
+  public int batchSize() {
+    return integer(VolpoolOptions.BATCH_SIZE, 0);
+  }
+
+  public int cpuThreads() {
+    return integer(VolpoolOptions.CPU_THREADS, 0);
+  }
+
+  public int gpuTasksPerDevice() {
+    return integer(VolpoolOptions.GPU_TASKS_PER_DEVICE, 1);
+  }
+
+  /** Every effective {@code spark.volpool.*} value (defaults included), for the log and the summary. */
+  public Map<String, String> effective() {
+    Map<String, String> m = new TreeMap<>();
+    for (ConfKey k : VolpoolOptions.ALL) {
+      String v = raw(k);
+      if (v != null) {
+        m.put(k.key(), v);
+      }
+    }
+    return m;
+  }
+}

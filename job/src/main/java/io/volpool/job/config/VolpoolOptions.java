@@ -1,0 +1,73 @@
+package io.volpool.job.config;
+
+import java.util.List;
+
+/**
+ * Every {@code spark.volpool.*} key, declared once with its default and a one-line description.
+ * The README's settings table is {@link #markdownTable()}; a test keeps the two equal. Typed
+ * access and validation live in {@link JobSettings}.
+ */
+public final class VolpoolOptions {
+  private VolpoolOptions() {}
+
+  public static final String PREFIX = "spark.volpool.";
+
+  public static final ConfKey INPUT = new ConfKey(PREFIX + "input", null,
+      "Input path: a Parquet file or directory, or an .npy file or directory (searched recursively). Required.");
+  public static final ConfKey INPUT_FORMAT = new ConfKey(PREFIX + "input.format", "parquet",
+      "`parquet` (one volume per row) or `npy` (one volume `[C,D,H,W]` or a batch `[N,C,D,H,W]` per file).");
+  public static final ConfKey INPUT_TENSOR_COLUMN = new ConfKey(PREFIX + "input.tensorColumn", null,
+      "Parquet column holding `array<float>` tensors (pyarrow `arrow.fixed_shape_tensor`); unset: binary `data` column, else the only `array<float>` column.");
+  public static final ConfKey INPUT_TENSOR_SHAPE = new ConfKey(PREFIX + "input.tensorShape", null,
+      "`C,D,H,W` of every tensor in the tensor column; unset: read from the file's `ARROW:schema` metadata.");
+  public static final ConfKey OUTPUT = new ConfKey(PREFIX + "output", null,
+      "Output directory. Required.");
+  public static final ConfKey OUTPUT_FORMAT = new ConfKey(PREFIX + "output.format", null,
+      "`parquet` or `npy`; unset: the input format. `npy` output needs `npy` input (one output file per input file).");
+  public static final ConfKey MODE = new ConfKey(PREFIX + "mode", "errorifexists",
+      "`errorifexists` (fail if the output exists) or `overwrite` (replace it).");
+  public static final ConfKey PIPELINE = new ConfKey(PREFIX + "pipeline", "fused,avgpool3d",
+      "Comma list of `fused`, `avgpool3d`; `identity` copies tensors through (I/O benchmarks).");
+  public static final ConfKey FUSED_WEIGHTS = new ConfKey(PREFIX + "fused.weights", null,
+      "safetensors file of the fused model's PyTorch `state_dict`. Required when the pipeline has `fused`.");
+  public static final ConfKey FUSED_STRIDE = new ConfKey(PREFIX + "fused.stride", null,
+      "ConvTranspose3d stride; unset: the model's `__metadata__`, else 2.");
+  public static final ConfKey FUSED_PADDING = new ConfKey(PREFIX + "fused.padding", null,
+      "ConvTranspose3d padding; unset: the model's `__metadata__`, else 1.");
+  public static final ConfKey FUSED_OUTPUT_PADDING = new ConfKey(PREFIX + "fused.outputPadding", null,
+      "ConvTranspose3d output_padding; unset: the model's `__metadata__`, else 0.");
+  public static final ConfKey FUSED_POOL_KERNEL = new ConfKey(PREFIX + "fused.poolKernel", null,
+      "AvgPool3d kernel (= stride) inside `fused`; unset: the model's `__metadata__`, else 2.");
+  public static final ConfKey AVGPOOL_KERNEL = new ConfKey(PREFIX + "avgpool3d.kernelSize", "3",
+      "AvgPool3d kernel_size.");
+  public static final ConfKey AVGPOOL_STRIDE = new ConfKey(PREFIX + "avgpool3d.stride", "2",
+      "AvgPool3d stride.");
+  public static final ConfKey AVGPOOL_PADDING = new ConfKey(PREFIX + "avgpool3d.padding", "1",
+      "AvgPool3d padding (at most half the kernel).");
+  public static final ConfKey AVGPOOL_CEIL = new ConfKey(PREFIX + "avgpool3d.ceilMode", "false",
+      "AvgPool3d ceil_mode.");
+  public static final ConfKey AVGPOOL_COUNT_PAD = new ConfKey(PREFIX + "avgpool3d.countIncludePad", "true",
+      "AvgPool3d count_include_pad.");
+  public static final ConfKey DEVICE = new ConfKey(PREFIX + "device", "auto",
+      "`auto` (GPU when CUDA works, else CPU, logging why), `cpu`, or `gpu` (fail if no usable GPU).");
+  public static final ConfKey BATCH_SIZE = new ConfKey(PREFIX + "batchSize", "0",
+      "Volumes per backend call; 0 chooses from the volume size (and free GPU memory).");
+  public static final ConfKey CPU_THREADS = new ConfKey(PREFIX + "cpu.threads", "0",
+      "Threads of the CPU backend's shared pool per executor JVM; 0 = all cores.");
+  public static final ConfKey GPU_TASKS_PER_DEVICE = new ConfKey(PREFIX + "gpu.tasksPerDevice", "2",
+      "Tasks that may use one GPU at once (others wait); GPU memory for batches is split between them.");
+
+  public static final List<ConfKey> ALL = List.of(INPUT, INPUT_FORMAT, INPUT_TENSOR_COLUMN, INPUT_TENSOR_SHAPE, OUTPUT,
+      OUTPUT_FORMAT, MODE, PIPELINE, FUSED_WEIGHTS, FUSED_STRIDE, FUSED_PADDING, FUSED_OUTPUT_PADDING, FUSED_POOL_KERNEL,
+      AVGPOOL_KERNEL, AVGPOOL_STRIDE, AVGPOOL_PADDING, AVGPOOL_CEIL, AVGPOOL_COUNT_PAD, DEVICE, BATCH_SIZE, CPU_THREADS,
+      GPU_TASKS_PER_DEVICE);
+
+  /** The README's settings table. */
+  public static String markdownTable() {
+    StringBuilder sb = new StringBuilder("| key | default | meaning |\n| --- | --- | --- |\n");
+    for (ConfKey k : ALL) {
+      sb.append(k.markdownRow()).append('\n');
+    }
+    return sb.toString();
+  }
+}

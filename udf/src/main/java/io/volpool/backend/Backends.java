@@ -1,0 +1,88 @@
+package io.volpool.backend;
+
+import io.volpool.cpu.CpuBackend;
+import io.volpool.cuda.CudaBackend;
+import io.volpool.cuda.CudaUnavailableException;
+import java.util.HashMap;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Chooses the backend once per executor JVM and keeps it for the JVM's life (like Iceberg's
+ * executor cache): {@code gpu} must get CUDA or fail saying why, {@code cpu} always gets the
+ * CPU, {@code auto} tries CUDA and falls back to the CPU, logging the reason and how to get the
+ * fast path. The instances live until JVM shutdown, when a hook closes them.
+ */
+public final class Backends {
+  private static final Logger LOG = LoggerFactory.getLogger(Backends.class);
+  private static final Map<String, Backend> CACHE = new HashMap<>();
+  private static boolean hookInstalled;
+
+  private Backends() {}
+
+  /**
+   * The JVM's backend for this device choice.
+   *
+   * @param device {@code auto}, {@code cpu} or {@code gpu}
+   * @param cpuThreads threads for the CPU backend (0: all cores)
+   * @param gpuTasksPerDevice how many tasks may use one GPU at once
+   * @throws IllegalStateException for {@code gpu} when no usable CUDA device exists, with the reason
+   */
+  public static synchronized Backend get(String device, int cpuThreads, int gpuTasksPerDevice) {
+    String key = device + "/" + cpuThreads + "/" + gpuTasksPerDevice;
+    Backend b = CACHE.get(key);
+    if (b == null) {
+      b = create(device, cpuThreads, gpuTasksPerDevice);
+      CACHE.put(key, b);
+      if (!hookInstalled) {
+        hookInstalled = true;
+        Runtime.getRuntime().addShutdownHook(new Thread(Backends::closeAll, "volpool-backend-close"));
+      }
+    }
+    return b;
+  }
+
+  private static Backend create(String device, int cpuThreads, int gpuTasksPerDevice) {
+    switch (device) {
+      case "cpu":
+        LOG.info("volpool backend: CPU (spark.volpool.device=cpu)");
+        return CpuBackend.fast(cpuThreads);
+      case "gpu":
+        try {
+          Backend g = CudaBackend.create(gpuTasksPerDevice);
+          LOG.info("volpool backend: {} (spark.volpool.device=gpu)", g.name());
+          return g;
+        } catch (CudaUnavailableException e) {
+          throw new IllegalStateException("spark.volpool.device=gpu but no usable CUDA GPU: " + e.getMessage()
+              + ". Set spark.volpool.device=auto to fall back to the CPU.", e);
+        }
+      case "auto":
+        try {
+          Backend g = CudaBackend.create(gpuTasksPerDevice);
+          LOG.info("volpool backend: {} (spark.volpool.device=auto found a GPU)", g.name());
+          return g;
+        } catch (CudaUnavailableException | LinkageError e) {
+          LOG.warn("volpool backend: CPU, because the GPU backend is unavailable: {}. To use a GPU: run on a host"
+              + " with an NVIDIA driver 580+ (CUDA 13) and linux-x86_64, and give executors a GPU"
+              + " (spark.executor.resource.gpu.amount=1, spark.task.resource.gpu.amount); see the README.",
+              e.getMessage());
+          return CpuBackend.fast(cpuThreads);
+        }
+      default:
+        throw new IllegalArgumentException("spark.volpool.device must be auto, cpu or gpu, got '" + device + "'");
+    }
+  }
+
+  /** Closes every backend of this JVM (idempotent; also run at JVM shutdown). */
+  public static synchronized void closeAll() {
+    for (Backend b : CACHE.values()) {
+      try {
+        b.close();
+      } catch (RuntimeException e) {
+        LOG.warn("closing backend {} failed: {}", b.name(), e.toString());
+      }
+    }
+    CACHE.clear();
+  }
+}

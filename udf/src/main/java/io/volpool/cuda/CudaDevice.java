@@ -1,0 +1,110 @@
+package io.volpool.cuda;
+
+import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
+import static jcuda.driver.JCudaDriver.cuDeviceGet;
+import static jcuda.driver.JCudaDriver.cuDeviceGetAttribute;
+import static jcuda.driver.JCudaDriver.cuDeviceGetName;
+import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
+import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRetain;
+import static jcuda.driver.JCudaDriver.cuMemGetInfo;
+import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
+import static jcuda.driver.JCudaDriver.cuModuleLoadData;
+import static jcuda.driver.JCudaDriver.cuModuleUnload;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.Semaphore;
+import jcuda.driver.CUcontext;
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUdevice_attribute;
+import jcuda.driver.CUfunction;
+import jcuda.driver.CUmodule;
+
+/**
+ * One GPU of this JVM: its retained primary context, the kernel module loaded once, the cached
+ * kernel functions, and the permits that limit how many tasks use it at once. Owned by
+ * {@link CudaBackend}; {@link #close()} unloads the module and releases the context, once.
+ */
+final class CudaDevice implements AutoCloseable {
+  static final String FATBIN = "/kernels/volpool.fatbin";
+
+  final int ordinal;
+  final String name;
+  final int multiprocessors;
+  final Semaphore permits;
+  private final CUdevice device = new CUdevice();
+  private final CUcontext context = new CUcontext();
+  private final CUmodule module = new CUmodule();
+  private final Map<String, CUfunction> functions = new HashMap<>();
+  private boolean closed;
+
+  CudaDevice(int ordinal, int tasksPerDevice) {
+    this.ordinal = ordinal;
+    Cuda.check(cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
+    byte[] nm = new byte[256];
+    Cuda.check(cuDeviceGetName(nm, nm.length, device), "cuDeviceGetName(" + ordinal + ")");
+    int len = 0;
+    while (len < nm.length && nm[len] != 0) {
+      len++;
+    }
+    this.name = new String(nm, 0, len, StandardCharsets.US_ASCII);
+    int[] v = new int[1];
+    Cuda.check(cuDeviceGetAttribute(v, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+        "cuDeviceGetAttribute(multiprocessor count)");
+    this.multiprocessors = v[0];
+    Cuda.check(cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain(device " + ordinal + ")");
+    makeCurrent();
+    byte[] image = loadImage();
+    Cuda.check(cuModuleLoadData(module, image), "cuModuleLoadData(" + FATBIN + " on " + name + ")");
+    this.permits = new Semaphore(Math.max(1, tasksPerDevice), true);
+  }
+
+  private static byte[] loadImage() {
+    try (InputStream in = CudaDevice.class.getResourceAsStream(FATBIN)) {
+      if (in == null) {
+        throw new IllegalStateException("kernel image " + FATBIN + " is missing from the classpath; rebuild with"
+            + " scripts/build-kernels.sh and mvn package");
+      }
+      return in.readAllBytes();
+    } catch (IOException e) {
+      throw new UncheckedIOException("reading " + FATBIN, e);
+    }
+  }
+
+  /** Makes this device's primary context current on the calling thread (Spark reuses task threads). */
+  void makeCurrent() {
+    Cuda.check(cuCtxSetCurrent(context), "cuCtxSetCurrent(device " + ordinal + ")");
+  }
+
+  synchronized CUfunction function(String kernel) {
+    return functions.computeIfAbsent(kernel, k -> {
+      CUfunction f = new CUfunction();
+      Cuda.check(cuModuleGetFunction(f, module, k), "cuModuleGetFunction(" + k + ")");
+      return f;
+    });
+  }
+
+  /** Free and total device memory in bytes. */
+  long[] memInfo() {
+    makeCurrent();
+    long[] free = new long[1];
+    long[] total = new long[1];
+    Cuda.check(cuMemGetInfo(free, total), "cuMemGetInfo(device " + ordinal + ")");
+    return new long[] {free[0], total[0]};
+  }
+
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    makeCurrent();
+    Cuda.check(cuModuleUnload(module), "cuModuleUnload(device " + ordinal + ")");
+    Cuda.check(cuDevicePrimaryCtxRelease(device), "cuDevicePrimaryCtxRelease(device " + ordinal + ")");
+  }
+}

@@ -1,0 +1,163 @@
+package io.volpool.cuda;
+
+import io.volpool.op.AvgPool3dSpec;
+import io.volpool.op.FusedOp;
+import io.volpool.op.FusedStencil;
+import io.volpool.op.Pipeline;
+import io.volpool.op.Stage;
+import io.volpool.op.VolumeShape;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.Collectors;
+
+/**
+ * Which kernels run a pipeline on one input shape, and on which buffers. Pure Java (no native
+ * calls), so the choice of fast paths is tested without a GPU. Buffer {@code i} holds the volumes
+ * of {@code shapes().get(i)}: 0 is the input, the last the output; an identity pipeline has no steps.
+ */
+public final class KernelPlan {
+  /** Channels of the compiled fast-path instantiation (the reference configuration). */
+  static final int FAST_CIN = 3;
+  static final int FAST_COUT = 16;
+
+  /** One kernel launch reading buffer {@code src} and writing buffer {@code dst}. */
+  public sealed interface Step permits FusedGeneric, FusedTaps2, AvgGeneric, AvgK3S2P1, PipelineTaps2 {
+    String kernel();
+
+    int src();
+
+    int dst();
+  }
+
+  /** fused, any parameters: tap tables and weights from the stencil. */
+  public record FusedGeneric(int src, int dst, FusedStencil stencil) implements Step {
+    @Override
+    public String kernel() {
+      return "fused_generic";
+    }
+  }
+
+  /** fused with one 2-tap pattern per dimension and 3 -> 16 channels: the reference fast path. */
+  public record FusedTaps2(int src, int dst, FusedStencil stencil, int[] base, int[] step) implements Step {
+    @Override
+    public String kernel() {
+      return "fused_taps2_c3_c16";
+    }
+  }
+
+  /** avgpool3d, any parameters. */
+  public record AvgGeneric(int src, int dst, AvgPool3dSpec spec, VolumeShape in, VolumeShape out) implements Step {
+    @Override
+    public String kernel() {
+      return "avgpool_generic";
+    }
+  }
+
+  /** avgpool3d kernel 3, stride 2, padding 1, even W: each input byte read once. */
+  public record AvgK3S2P1(int src, int dst, AvgPool3dSpec spec, VolumeShape in, VolumeShape out) implements Step {
+    @Override
+    public String kernel() {
+      return "avgpool_k3s2p1";
+    }
+  }
+
+  /** fused then avgpool3d (kernel at most 3) in one kernel, no intermediate in memory. */
+  public record PipelineTaps2(int src, int dst, FusedStencil stencil, int[] base, AvgPool3dSpec pool)
+      implements Step {
+    @Override
+    public String kernel() {
+      return "pipeline_taps2_c3_c16";
+    }
+  }
+
+  private final List<VolumeShape> shapes;
+  private final List<Step> steps;
+
+  private KernelPlan(List<VolumeShape> shapes, List<Step> steps) {
+    this.shapes = shapes;
+    this.steps = steps;
+  }
+
+  /** Plans {@code pipeline} on inputs of shape {@code in}; rejects shapes the pipeline cannot take. */
+  public static KernelPlan of(Pipeline pipeline, VolumeShape in) {
+    List<VolumeShape> shapes = pipeline.shapes(in);
+    List<Stage> stages = pipeline.stages();
+    List<Step> steps = new ArrayList<>();
+    int i = 0;
+    while (i < stages.size()) {
+      Stage st = stages.get(i);
+      VolumeShape s = shapes.get(i);
+      if (st instanceof FusedOp f) {
+        FusedStencil stencil = FusedStencil.of(f, s);
+        int[][] linear = taps2(stencil);
+        if (linear != null && i + 1 < stages.size() && stages.get(i + 1) instanceof AvgPool3dSpec pool
+            && pool.kernel() <= 3 && Arrays.stream(linear[1]).allMatch(v -> v == 1)) {
+          steps.add(new PipelineTaps2(i, i + 2, stencil, linear[0], pool));
+          i += 2;
+          continue;
+        }
+        steps.add(linear != null ? new FusedTaps2(i, i + 1, stencil, linear[0], linear[1])
+            : new FusedGeneric(i, i + 1, stencil));
+      } else if (st instanceof AvgPool3dSpec a) {
+        boolean fast = a.kernel() == 3 && a.stride() == 2 && a.padding() == 1 && s.w() % 2 == 0;
+        steps.add(fast ? new AvgK3S2P1(i, i + 1, a, s, shapes.get(i + 1)) : new AvgGeneric(i, i + 1, a, s, shapes.get(i + 1)));
+      } else {
+        throw new IllegalStateException("no CUDA kernel for stage " + st.name());
+      }
+      i++;
+    }
+    return new KernelPlan(List.copyOf(shapes), List.copyOf(steps));
+  }
+
+  /**
+   * The fast-path layout of a stencil, or null: 3 -> 16 channels and, in each dimension, one
+   * pattern of two taps at offsets {0, 1} whose first input index is {@code base + j * step}.
+   * Returns {@code {base[3], step[3]}}.
+   */
+  static int[][] taps2(FusedStencil st) {
+    if (st.op().inChannels() != FAST_CIN || st.op().outChannels() != FAST_COUT) {
+      return null;
+    }
+    int[] base = new int[3];
+    int[] step = new int[3];
+    FusedStencil.Dim[] dims = {st.d(), st.h(), st.w()};
+    for (int k = 0; k < 3; k++) {
+      FusedStencil.Dim d = dims[k];
+      if (d.patterns() != 1 || d.taps != 2 || d.offset[0][0] != 0 || d.offset[0][1] != 1) {
+        return null;
+      }
+      base[k] = d.start[0];
+      step[k] = d.out > 1 ? d.start[1] - d.start[0] : 1;
+      for (int j = 0; j < d.out; j++) {
+        if (d.start[j] != base[k] + j * step[k]) {
+          return null;
+        }
+      }
+    }
+    return new int[][] {base, step};
+  }
+
+  public List<VolumeShape> shapes() {
+    return shapes;
+  }
+
+  public List<Step> steps() {
+    return steps;
+  }
+
+  /** The buffer holding the final output. */
+  public int outputBuffer() {
+    return steps.isEmpty() ? 0 : steps.get(steps.size() - 1).dst();
+  }
+
+  /** True when buffer {@code i} is read or written by some step (intermediates of a fused kernel are not). */
+  public boolean used(int i) {
+    return i == 0 || steps.stream().anyMatch(s -> s.src() == i || s.dst() == i);
+  }
+
+  /** The kernels in launch order, e.g. {@code pipeline_taps2_c3_c16}. */
+  public String describe() {
+    return steps.isEmpty() ? "copy" : steps.stream().map(Step::kernel).collect(Collectors.joining(" -> "));
+  }
+}

@@ -1,0 +1,181 @@
+package io.volpool.cuda;
+
+import static jcuda.driver.JCudaDriver.cuLaunchKernel;
+import static jcuda.driver.JCudaDriver.cuMemAlloc;
+import static jcuda.driver.JCudaDriver.cuMemFree;
+import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
+
+import io.volpool.op.AvgPool3dSpec;
+import io.volpool.op.FusedStencil;
+import io.volpool.op.VolumeShape;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import jcuda.Pointer;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUstream;
+
+/**
+ * Launches the steps of a {@link KernelPlan} on one device. Owns the read-only device tables of
+ * the generic fused kernel (tap tables, weights), uploaded once; {@link #close()} frees them.
+ * Launches are asynchronous on the caller's stream; the caller makes the context current.
+ */
+public final class KernelRunner implements AutoCloseable {
+  private static final int THREADS = 256;
+
+  private final CudaDevice device;
+  private final KernelPlan plan;
+  private final Map<KernelPlan.Step, CUdeviceptr[]> tables = new HashMap<>();
+  private final List<CUdeviceptr> owned = new ArrayList<>();
+  private boolean closed;
+
+  KernelRunner(CudaDevice device, KernelPlan plan) {
+    this.device = device;
+    this.plan = plan;
+    try {
+      for (KernelPlan.Step s : plan.steps()) {
+        if (s instanceof KernelPlan.FusedGeneric g) {
+          tables.put(s, upload(g.stencil()));
+        }
+        device.function(s.kernel());
+      }
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  public KernelPlan plan() {
+    return plan;
+  }
+
+  private CUdeviceptr[] upload(FusedStencil st) {
+    FusedStencil.Dim[] dims = {st.d(), st.h(), st.w()};
+    CUdeviceptr[] out = new CUdeviceptr[11];
+    int k = 0;
+    for (FusedStencil.Dim d : dims) {
+      out[k++] = ints(d.start, "tap starts");
+      out[k++] = ints(d.pattern, "tap patterns");
+      int[] off = new int[d.patterns() * d.taps];
+      for (int p = 0; p < d.patterns(); p++) {
+        System.arraycopy(d.offset[p], 0, off, p * d.taps, d.taps);
+      }
+      out[k++] = ints(off, "tap offsets");
+    }
+    out[k++] = floats(st.weights(), "fused effective weights");
+    out[k] = floats(st.constant(), "fused constants");
+    return out;
+  }
+
+  private CUdeviceptr ints(int[] v, String what) {
+    CUdeviceptr p = alloc((long) v.length * Integer.BYTES, what);
+    Cuda.check(cuMemcpyHtoD(p, Pointer.to(v), (long) v.length * Integer.BYTES), "cuMemcpyHtoD(" + what + ")");
+    return p;
+  }
+
+  private CUdeviceptr floats(float[] v, String what) {
+    CUdeviceptr p = alloc((long) v.length * Float.BYTES, what);
+    Cuda.check(cuMemcpyHtoD(p, Pointer.to(v), (long) v.length * Float.BYTES), "cuMemcpyHtoD(" + what + ")");
+    return p;
+  }
+
+  private CUdeviceptr alloc(long bytes, String what) {
+    CUdeviceptr p = new CUdeviceptr();
+    Cuda.check(cuMemAlloc(p, Math.max(bytes, 4)), "cuMemAlloc(" + bytes + " bytes for " + what + ")");
+    owned.add(p);
+    return p;
+  }
+
+  private int blocks(long work) {
+    long b = (work + THREADS - 1) / THREADS;
+    long cap = (long) device.multiprocessors * 64;
+    return (int) Math.max(1, Math.min(b, cap));
+  }
+
+  /** Launches every step for {@code n} volumes; {@code bufs[i]} holds buffer i of the plan. */
+  public void launch(CUstream stream, CUdeviceptr[] bufs, int n) {
+    for (KernelPlan.Step s : plan.steps()) {
+      launch(s, stream, bufs[s.src()], bufs[s.dst()], n);
+    }
+  }
+
+  private void launch(KernelPlan.Step s, CUstream stream, CUdeviceptr src, CUdeviceptr dst, int n) {
+    Pointer params;
+    int grid;
+    int bx = THREADS;
+    int by = 1;
+    VolumeShape in = plan.shapes().get(s.src());
+    VolumeShape out = plan.shapes().get(s.dst());
+    if (s instanceof KernelPlan.FusedGeneric g) {
+      FusedStencil st = g.stencil();
+      CUdeviceptr[] t = tables.get(s);
+      params = Pointer.to(Pointer.to(src), Pointer.to(dst), i(n), i(in.c()), i(out.c()), i(in.d()), i(in.h()),
+          i(in.w()), i(out.d()), i(out.h()), i(out.w()), i(st.d().taps), i(st.h().taps), i(st.w().taps),
+          i(st.h().patterns()), i(st.w().patterns()), Pointer.to(t[0]), Pointer.to(t[1]), Pointer.to(t[2]),
+          Pointer.to(t[3]), Pointer.to(t[4]), Pointer.to(t[5]), Pointer.to(t[6]), Pointer.to(t[7]), Pointer.to(t[8]),
+          Pointer.to(t[9]), Pointer.to(t[10]));
+      grid = blocks(n * out.numel());
+    } else if (s instanceof KernelPlan.FusedTaps2 f) {
+      params = Pointer.to(Pointer.to(src), Pointer.to(dst), i(n), i(in.d()), i(in.h()), i(in.w()), i(out.d()),
+          i(out.h()), i(out.w()), i(f.base()[0]), i(f.step()[0]), i(f.base()[1]), i(f.step()[1]), i(f.base()[2]),
+          i(f.step()[2]), Pointer.to(tapWeights(f.stencil())));
+      grid = blocks(n * out.plane());
+    } else if (s instanceof KernelPlan.PipelineTaps2 p) {
+      VolumeShape fusedOut = p.stencil().output();
+      AvgPool3dSpec a = p.pool();
+      params = Pointer.to(Pointer.to(src), Pointer.to(dst), i(n), i(in.d()), i(in.h()), i(in.w()), i(fusedOut.d()),
+          i(fusedOut.h()), i(fusedOut.w()), i(out.d()), i(out.h()), i(out.w()), i(p.base()[0]), i(p.base()[1]),
+          i(p.base()[2]), i(a.kernel()), i(a.stride()), i(a.padding()), i(a.ceilMode() ? 1 : 0),
+          i(a.countIncludePad() ? 1 : 0), Pointer.to(tapWeights(p.stencil())));
+      grid = blocks(n * out.plane());
+    } else if (s instanceof KernelPlan.AvgK3S2P1 a) {
+      long nc = (long) n * in.c();
+      params = Pointer.to(Pointer.to(src), Pointer.to(dst), Pointer.to(new long[] {nc}), i(in.d()), i(in.h()),
+          i(in.w()), i(out.d()), i(out.h()), i(out.w()), i(a.spec().countIncludePad() ? 1 : 0));
+      bx = 32;
+      by = 8;
+      long total = nc * ((out.h() + by - 1) / by) * ((out.w() + 31) / 32);
+      grid = (int) Math.min(total, Integer.MAX_VALUE);
+    } else if (s instanceof KernelPlan.AvgGeneric a) {
+      long nc = (long) n * in.c();
+      AvgPool3dSpec sp = a.spec();
+      params = Pointer.to(Pointer.to(src), Pointer.to(dst), Pointer.to(new long[] {nc}), i(in.d()), i(in.h()),
+          i(in.w()), i(out.d()), i(out.h()), i(out.w()), i(sp.kernel()), i(sp.stride()), i(sp.padding()),
+          i(sp.countIncludePad() ? 1 : 0));
+      grid = blocks(nc * out.plane());
+    } else {
+      throw new IllegalStateException("unknown step " + s);
+    }
+    Cuda.check(cuLaunchKernel(device.function(s.kernel()), grid, 1, 1, bx, by, 1, 0, stream, params, null),
+        "cuLaunchKernel(" + s.kernel() + ", " + n + " volumes " + in + " -> " + out + ")");
+  }
+
+  /** The {@code TapWeights<3,16>} kernel parameter: effective weights of combo 0, then the constants. */
+  static float[] tapWeights(FusedStencil st) {
+    float[] w = st.weights();
+    float[] c = st.constant();
+    int per = st.comboSize();
+    float[] p = new float[per + c.length];
+    System.arraycopy(w, 0, p, 0, per);
+    System.arraycopy(c, 0, p, per, c.length);
+    return p;
+  }
+
+  private static Pointer i(int v) {
+    return Pointer.to(new int[] {v});
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    device.makeCurrent();
+    for (CUdeviceptr p : owned) {
+      Cuda.check(cuMemFree(p), "cuMemFree(kernel table)");
+    }
+    owned.clear();
+  }
+}

@@ -1,0 +1,44 @@
+package io.volpool.op;
+
+import java.io.Serializable;
+
+/** The shape {@code [C, D, H, W]} of one float32 volume. Immutable value. */
+public record VolumeShape(int c, int d, int h, int w) implements Serializable {
+  public VolumeShape {
+    if (c <= 0 || d <= 0 || h <= 0 || w <= 0) {
+      throw new IllegalArgumentException(
+          "volume shape must have four positive dimensions [C, D, H, W], got " + this);
+    }
+  }
+
+  /** Builds a shape from a 4-element array; anything else is an error naming the rule. */
+  public static VolumeShape of(int[] dims) {
+    if (dims == null || dims.length != 4) {
+      throw new IllegalArgumentException("volume shape must have 4 dimensions [C, D, H, W], got "
+          + (dims == null ? "none" : java.util.Arrays.toString(dims)));
+    }
+    return new VolumeShape(dims[0], dims[1], dims[2], dims[3]);
+  }
+
+  public long numel() {
+    return (long) c * d * h * w;
+  }
+
+  public long bytes() {
+    return numel() * Float.BYTES;
+  }
+
+  /** Elements in one channel, {@code D*H*W}. */
+  public long plane() {
+    return (long) d * h * w;
+  }
+
+  public int[] toArray() {
+    return new int[] {c, d, h, w};
+  }
+
+  @Override
+  public String toString() {
+    return "[" + c + ", " + d + ", " + h + ", " + w + "]";
+  }
+}
