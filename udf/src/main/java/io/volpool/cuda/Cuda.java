@@ -3,8 +3,8 @@ package io.volpool.cuda;
 import jcuda.driver.CUresult;
 import jcuda.driver.JCudaDriver;
 
-/** The one place where CUDA driver results are checked: every call goes through {@link #check}. */
-final class Cuda {
+/** The one place where CUDA driver results are checked: every driver call of volpool goes through {@link #check}. */
+public final class Cuda {
   private Cuda() {}
 
   /**
@@ -12,7 +12,7 @@ final class Cuda {
    *
    * @param call what was attempted, e.g. {@code cuMemAlloc(512 MiB input buffer)}
    */
-  static void check(int result, String call) {
+  public static void check(int result, String call) {
     if (result != CUresult.CUDA_SUCCESS) {
       String[] text = new String[1];
       String detail = "";

@@ -71,16 +71,26 @@ public final class KernelPlan {
     }
   }
 
+  private final Pipeline pipeline;
   private final List<VolumeShape> shapes;
   private final List<Step> steps;
 
-  private KernelPlan(List<VolumeShape> shapes, List<Step> steps) {
+  private KernelPlan(Pipeline pipeline, List<VolumeShape> shapes, List<Step> steps) {
+    this.pipeline = pipeline;
     this.shapes = shapes;
     this.steps = steps;
   }
 
   /** Plans {@code pipeline} on inputs of shape {@code in}; rejects shapes the pipeline cannot take. */
   public static KernelPlan of(Pipeline pipeline, VolumeShape in) {
+    return of(pipeline, in, true);
+  }
+
+  /**
+   * Plans {@code pipeline}; with {@code fuseStages} false, fused then avgpool3d stays two kernels
+   * (benchmarks compare the two).
+   */
+  public static KernelPlan of(Pipeline pipeline, VolumeShape in, boolean fuseStages) {
     List<VolumeShape> shapes = pipeline.shapes(in);
     List<Stage> stages = pipeline.stages();
     List<Step> steps = new ArrayList<>();
@@ -91,7 +101,7 @@ public final class KernelPlan {
       if (st instanceof FusedOp f) {
         FusedStencil stencil = FusedStencil.of(f, s);
         int[][] linear = taps2(stencil);
-        if (linear != null && i + 1 < stages.size() && stages.get(i + 1) instanceof AvgPool3dSpec pool
+        if (fuseStages && linear != null && i + 1 < stages.size() && stages.get(i + 1) instanceof AvgPool3dSpec pool
             && pool.kernel() <= 3 && Arrays.stream(linear[1]).allMatch(v -> v == 1)) {
           steps.add(new PipelineTaps2(i, i + 2, stencil, linear[0], pool));
           i += 2;
@@ -107,7 +117,7 @@ public final class KernelPlan {
       }
       i++;
     }
-    return new KernelPlan(List.copyOf(shapes), List.copyOf(steps));
+    return new KernelPlan(pipeline, List.copyOf(shapes), List.copyOf(steps));
   }
 
   /**
@@ -136,6 +146,10 @@ public final class KernelPlan {
       }
     }
     return new int[][] {base, step};
+  }
+
+  public Pipeline pipeline() {
+    return pipeline;
   }
 
   public List<VolumeShape> shapes() {

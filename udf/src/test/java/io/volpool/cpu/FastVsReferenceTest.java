@@ -2,9 +2,9 @@ package io.volpool.cpu;
 
 import io.volpool.op.AvgPool3dSpec;
 import io.volpool.op.FusedOp;
-import io.volpool.op.FusedWeights;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
+import io.volpool.testing.RandomData;
 import io.volpool.testing.Tolerance;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
@@ -27,20 +27,6 @@ class FastVsReferenceTest {
     REFERENCE.close();
   }
 
-  static float[] random(SplittableRandom r, long n, double lo, double hi) {
-    float[] a = new float[(int) n];
-    for (int i = 0; i < a.length; i++) {
-      a[i] = (float) (lo + (hi - lo) * r.nextDouble());
-    }
-    return a;
-  }
-
-  static FusedOp randomFused(SplittableRandom r, int cin, int cout, int k, int s, int p, int op, int pool) {
-    FusedWeights w = new FusedWeights(cin, cout, k, random(r, (long) cin * cout * k * k * k, -1, 1),
-        random(r, cout, -1, 1), (float) (0.5 + r.nextDouble()), random(r, cout, -1, 1), (float) (r.nextDouble() * 2 - 1));
-    return new FusedOp(s, p, op, pool, w);
-  }
-
   static Stream<Arguments> fusedCases() {
     return Stream.of(
         Arguments.of(3, 16, 3, 2, 1, 0, 2, new VolumeShape(3, 16, 32, 32), 2),
@@ -58,8 +44,8 @@ class FastVsReferenceTest {
   @MethodSource("fusedCases")
   void fusedAgrees(int cin, int cout, int k, int s, int p, int op, int pool, VolumeShape in, int n) {
     SplittableRandom r = new SplittableRandom(in.numel() * 31 + k * 7 + s);
-    FusedOp f = randomFused(r, cin, cout, k, s, p, op, pool);
-    float[] x = random(r, n * in.numel(), -2, 2);
+    FusedOp f = RandomData.fused(r, cin, cout, k, s, p, op, pool);
+    float[] x = RandomData.uniform(r, n * in.numel(), -2, 2);
     Pipeline pl = Pipeline.of(f);
     Tolerance.assertClose(FAST.run(pl, in, x, n), REFERENCE.run(pl, in, x, n), "fused on " + in);
   }
@@ -79,7 +65,7 @@ class FastVsReferenceTest {
   @MethodSource("poolCases")
   void avgPoolAgrees(int k, int s, int p, boolean ceil, boolean countPad, VolumeShape in, int n) {
     SplittableRandom r = new SplittableRandom(in.numel() + k);
-    float[] x = random(r, n * in.numel(), -3, 3);
+    float[] x = RandomData.uniform(r, n * in.numel(), -3, 3);
     Pipeline pl = Pipeline.of(new AvgPool3dSpec(k, s, p, ceil, countPad));
     Tolerance.assertClose(FAST.run(pl, in, x, n), REFERENCE.run(pl, in, x, n), "avgpool on " + in);
   }
@@ -91,7 +77,7 @@ class FastVsReferenceTest {
     SplittableRandom r = new SplittableRandom(1);
     float[] x = new float[(int) in.numel()];
     java.util.Arrays.fill(x, v);
-    Pipeline pl = Pipeline.of(randomFused(r, 3, 16, 3, 2, 1, 0, 2), new AvgPool3dSpec(3, 2, 1, false, true));
+    Pipeline pl = Pipeline.of(RandomData.fused(r, 3, 16, 3, 2, 1, 0, 2), new AvgPool3dSpec(3, 2, 1, false, true));
     Tolerance.assertClose(FAST.run(pl, in, x, 1), REFERENCE.run(pl, in, x, 1), "fill " + v);
   }
 

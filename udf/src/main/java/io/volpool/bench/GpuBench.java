@@ -1,0 +1,304 @@
+package io.volpool.bench;
+
+import static jcuda.driver.JCudaDriver.cuEventCreate;
+import static jcuda.driver.JCudaDriver.cuEventElapsedTime;
+import static jcuda.driver.JCudaDriver.cuEventRecord;
+import static jcuda.driver.JCudaDriver.cuEventSynchronize;
+import static jcuda.driver.JCudaDriver.cuMemAlloc;
+import static jcuda.driver.JCudaDriver.cuMemFree;
+import static jcuda.driver.JCudaDriver.cuMemcpyDtoDAsync;
+import static jcuda.driver.JCudaDriver.cuMemcpyDtoH;
+import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
+import static jcuda.driver.JCudaDriver.cuStreamCreate;
+import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
+
+import io.volpool.backend.BatchExecutor;
+import io.volpool.cpu.CpuBackend;
+import io.volpool.cuda.Cuda;
+import io.volpool.cuda.CudaBackend;
+import io.volpool.cuda.KernelPlan;
+import io.volpool.cuda.KernelRunner;
+import io.volpool.format.SafeTensors;
+import io.volpool.op.AvgPool3dSpec;
+import io.volpool.op.FusedModel;
+import io.volpool.op.FusedOp;
+import io.volpool.op.Pipeline;
+import io.volpool.op.VolumeShape;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.SplittableRandom;
+import jcuda.Pointer;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUevent;
+import jcuda.driver.CUstream;
+import jcuda.driver.CUstream_flags;
+
+/**
+ * GPU benchmarks of volpool's kernels and host loop, in the same shapes as
+ * {@code ../shared/bench/torch_anchors.py}: device copy bandwidth (the ceiling), fused on a batch
+ * of 128 reference volumes, avgpool3d on {@code [16,32,128,128,256]}, the pipeline kernel, and
+ * pinned host-to-device-to-host volumes/s from Java. Kernel times are CUDA-event medians after
+ * warm-up, rotating inputs so L2 does not serve them. Each kernel's output is checked against the
+ * CPU backend before it is timed. Usage: {@code GpuBench MODEL.safetensors [--json FILE]}.
+ */
+public final class GpuBench {
+  private static final VolumeShape REF = new VolumeShape(3, 16, 32, 32);
+  private static final AvgPool3dSpec POOL = new AvgPool3dSpec(3, 2, 1, false, true);
+
+  private final CudaBackend gpu;
+  private final CUstream stream = new CUstream();
+  private final Map<String, Object> results = new LinkedHashMap<>();
+  private final List<CUdeviceptr> allocated = new ArrayList<>();
+
+  private GpuBench(CudaBackend gpu) {
+    this.gpu = gpu;
+    gpu.makeCurrent();
+    Cuda.check(cuStreamCreate(stream, CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  }
+
+  public static void main(String[] args) throws Exception {
+    if (args.length < 1) {
+      System.err.println("usage: GpuBench MODEL.safetensors [--json FILE] [--batch 128]");
+      System.exit(2);
+    }
+    String json = null;
+    int batch = 128;
+    for (int i = 1; i < args.length; i++) {
+      if (args[i].equals("--json")) {
+        json = args[++i];
+      } else if (args[i].equals("--batch")) {
+        batch = Integer.parseInt(args[++i]);
+      }
+    }
+    FusedOp fused = FusedModel.load(SafeTensors.read(Files.readAllBytes(Paths.get(args[0])), args[0]),
+        new FusedModel.Params(OptionalInt.of(2), OptionalInt.of(1), OptionalInt.of(0), OptionalInt.of(2)));
+    try (CudaBackend gpu = CudaBackend.create(1)) {
+      GpuBench b = new GpuBench(gpu);
+      b.results.put("device", gpu.name());
+      double bw = b.copyBandwidth();
+      b.results.put("d2d_copy_GBps", bw / 1e9);
+      b.kernel("fused", Pipeline.of(fused), REF, batch, bw);
+      b.kernel("pipeline", Pipeline.of(fused, POOL), REF, batch, bw);
+      b.kernel("fused_then_avgpool_two_kernels", twoKernelPlan(fused), REF, batch, bw);
+      b.kernel("avgpool", Pipeline.of(POOL), new VolumeShape(32, 128, 128, 256), 16, bw);
+      b.hostLoop(Pipeline.of(fused, POOL), 256, false);
+      b.hostLoop(Pipeline.of(fused, POOL), 256, true);
+      b.freeAll();
+      StringBuilder sb = new StringBuilder("{\n");
+      int k = 0;
+      for (Map.Entry<String, Object> e : b.results.entrySet()) {
+        Object v = e.getValue();
+        sb.append("  \"").append(e.getKey()).append("\": ")
+            .append(v instanceof String ? "\"" + v + "\"" : v).append(++k < b.results.size() ? ",\n" : "\n");
+        System.out.println(e.getKey() + ": " + (v instanceof Double d ? String.format("%.4g", d) : v));
+      }
+      sb.append("}\n");
+      if (json != null) {
+        Files.writeString(Paths.get(json), sb.toString());
+      }
+    }
+  }
+
+  /** fused then avgpool3d as two kernels (the generic path, to show what the fused kernel saves). */
+  private static Object twoKernelPlan(FusedOp fused) {
+    return new Object[] {fused, POOL};
+  }
+
+  private CUdeviceptr alloc(long bytes) {
+    CUdeviceptr p = new CUdeviceptr();
+    Cuda.check(cuMemAlloc(p, bytes), "cuMemAlloc(" + bytes + ")");
+    allocated.add(p);
+    return p;
+  }
+
+  private void freeAll() {
+    for (CUdeviceptr p : allocated) {
+      Cuda.check(cuMemFree(p), "cuMemFree");
+    }
+    allocated.clear();
+  }
+
+  private void free(CUdeviceptr p) {
+    Cuda.check(cuMemFree(p), "cuMemFree");
+    allocated.remove(p);
+  }
+
+  /** Fills {@code bytes} of device memory with uniform [0,1) floats (a 64 MiB random block repeated). */
+  private void fillRandom(CUdeviceptr p, long bytes, long seed) {
+    int block = (int) Math.min(bytes, 64L << 20);
+    float[] h = new float[block / 4];
+    SplittableRandom r = new SplittableRandom(seed);
+    for (int i = 0; i < h.length; i++) {
+      h[i] = (float) r.nextDouble();
+    }
+    for (long off = 0; off < bytes; off += block) {
+      long n = Math.min(block, bytes - off);
+      Cuda.check(cuMemcpyHtoD(p.withByteOffset(off), Pointer.to(h), n), "cuMemcpyHtoD(fill)");
+    }
+  }
+
+  interface Work {
+    void run(int iteration);
+  }
+
+  /** Median milliseconds of {@code iters} timed runs after {@code warm} warm-ups, timed with CUDA events. */
+  private double time(Work w, int warm, int iters) {
+    for (int i = 0; i < warm; i++) {
+      w.run(i);
+    }
+    Cuda.check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+    CUevent a = new CUevent();
+    CUevent b = new CUevent();
+    Cuda.check(cuEventCreate(a, 0), "cuEventCreate");
+    Cuda.check(cuEventCreate(b, 0), "cuEventCreate");
+    double[] t = new double[iters];
+    float[] ms = new float[1];
+    for (int i = 0; i < iters; i++) {
+      Cuda.check(cuEventRecord(a, stream), "cuEventRecord");
+      w.run(warm + i);
+      Cuda.check(cuEventRecord(b, stream), "cuEventRecord");
+      Cuda.check(cuEventSynchronize(b), "cuEventSynchronize");
+      Cuda.check(cuEventElapsedTime(ms, a, b), "cuEventElapsedTime");
+      t[i] = ms[0];
+    }
+    Arrays.sort(t);
+    return t[iters / 2];
+  }
+
+  private double copyBandwidth() {
+    long bytes = 1L << 31;
+    CUdeviceptr src = alloc(bytes);
+    CUdeviceptr dst = alloc(bytes);
+    fillRandom(src, bytes, 1);
+    double ms = time(i -> Cuda.check(cuMemcpyDtoDAsync(dst, src, bytes, stream), "cuMemcpyDtoDAsync"), 3, 20);
+    free(src);
+    free(dst);
+    return 2.0 * bytes / (ms * 1e-3);
+  }
+
+  private void kernel(String name, Object what, VolumeShape in, int n, double bw) {
+    KernelPlan plan = what instanceof Pipeline p ? KernelPlan.of(p, in)
+        : KernelPlan.of(Pipeline.of((FusedOp) ((Object[]) what)[0], (AvgPool3dSpec) ((Object[]) what)[1]), in, false);
+    Pipeline pipeline = plan.pipeline();
+    VolumeShape out = plan.shapes().get(plan.outputBuffer());
+    long inBytes = n * in.bytes();
+    long outBytes = n * out.bytes();
+    int sets = inBytes < (1L << 30) ? 4 : 1;
+    CUdeviceptr[] inputs = new CUdeviceptr[sets];
+    for (int i = 0; i < sets; i++) {
+      inputs[i] = alloc(inBytes);
+      fillRandom(inputs[i], inBytes, 100 + i);
+    }
+    CUdeviceptr[] bufs = new CUdeviceptr[plan.shapes().size()];
+    for (int i = 1; i < bufs.length; i++) {
+      if (plan.used(i)) {
+        bufs[i] = alloc(n * plan.shapes().get(i).bytes());
+      }
+    }
+    try (KernelRunner runner = gpu.runner(plan)) {
+      bufs[0] = inputs[0];
+      runner.launch(stream, bufs, n);
+      Cuda.check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+      results.put(name + "_check", check(pipeline, in, inputs[0], bufs[plan.outputBuffer()], n, out));
+      double ms = time(i -> {
+        bufs[0] = inputs[i % sets];
+        runner.launch(stream, bufs, n);
+      }, 5, sets == 1 ? 20 : 50);
+      double floor = (inBytes + outBytes) / bw * 1e3;
+      results.put(name + "_kernels", plan.describe());
+      results.put(name + "_ms", ms);
+      results.put(name + "_floor_ms", floor);
+      results.put(name + "_x_floor", ms / floor);
+      results.put(name + "_GBps", (inBytes + outBytes) / (ms * 1e-3) / 1e9);
+    }
+    for (CUdeviceptr p : inputs) {
+      free(p);
+    }
+    for (int i = 1; i < bufs.length; i++) {
+      if (bufs[i] != null) {
+        free(bufs[i]);
+      }
+    }
+  }
+
+  /** Compares the first volume's first channel (at most 16 MiB of input) with the CPU backend; returns "ok" or the error. */
+  private String check(Pipeline p, VolumeShape in, CUdeviceptr x, CUdeviceptr y, int n, VolumeShape out) {
+    VolumeShape one = in;
+    float[] hx = new float[(int) one.numel()];
+    Cuda.check(cuMemcpyDtoH(Pointer.to(hx), x, one.bytes()), "cuMemcpyDtoH(check input)");
+    float[] hy = new float[(int) out.numel()];
+    Cuda.check(cuMemcpyDtoH(Pointer.to(hy), y, out.bytes()), "cuMemcpyDtoH(check output)");
+    try (CpuBackend cpu = CpuBackend.fast(0)) {
+      float[] ref = cpu.run(p, one, hx, 1);
+      double num = 0;
+      double den = 0;
+      for (int i = 0; i < ref.length; i++) {
+        if (Float.isNaN(hy[i])) {
+          return "NaN at " + i;
+        }
+        num += (hy[i] - ref[i]) * (double) (hy[i] - ref[i]);
+        den += ref[i] * (double) ref[i];
+      }
+      double rel = Math.sqrt(num / den);
+      return rel <= 1e-5 ? String.format("ok (rel L2 %.1e)", rel) : String.format("MISMATCH (rel L2 %.3e)", rel);
+    }
+  }
+
+  /** Volumes/s through a CUDA executor: pinned input, copies and kernels overlapped over two slots. */
+  private void hostLoop(Pipeline p, int batch, boolean copyFromHeap) {
+    VolumeShape in = REF;
+    try (BatchExecutor e = gpu.open(p, in, batch)) {
+      byte[] heap = new byte[(int) (batch * in.bytes())];
+      SplittableRandom r = new SplittableRandom(5);
+      ByteBuffer hb = ByteBuffer.wrap(heap).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+      for (int i = 0; i < heap.length / 4; i++) {
+        hb.putFloat((float) r.nextDouble());
+      }
+      for (int s = 0; s < e.slots(); s++) {
+        e.input(s).put(heap);
+      }
+      int slots = e.slots();
+      long t0 = 0;
+      long volumes = 0;
+      for (int s = 0; s < slots; s++) {
+        e.submit(s, batch);
+      }
+      int i = 0;
+      for (; ; i++) {
+        int s = i % slots;
+        e.output(s);
+        if (i == 20) {
+          t0 = System.nanoTime();
+          volumes = 0;
+        }
+        if (i > 20) {
+          volumes += batch;
+          if (System.nanoTime() - t0 > 3_000_000_000L) {
+            break;
+          }
+        }
+        ByteBuffer b = e.input(s);
+        if (copyFromHeap) {
+          b.put(heap);
+        } else {
+          b.position((int) (batch * in.bytes()));
+        }
+        e.submit(s, batch);
+      }
+      double secs = (System.nanoTime() - t0) / 1e9;
+      for (int s = 1; s < slots; s++) {
+        e.output((i + s) % slots);
+      }
+      String key = copyFromHeap ? "host_pipeline_java_heap_volumes_per_s" : "host_pipeline_pinned_volumes_per_s";
+      results.put(key, volumes / secs);
+      results.put(key.replace("volumes_per_s", "GBps_h2d"), volumes * in.bytes() / secs / 1e9);
+    }
+  }
+}

@@ -1,0 +1,42 @@
+package io.volpool.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.volpool.op.AvgPool3dSpec;
+import io.volpool.op.Pipeline;
+import io.volpool.op.VolumeShape;
+import io.volpool.testing.Golden;
+import org.junit.jupiter.api.Test;
+
+/** Which kernels the GPU runs, decided without a GPU. */
+class KernelPlanTest {
+  static final AvgPool3dSpec REF_POOL = new AvgPool3dSpec(3, 2, 1, false, true);
+  static final VolumeShape REF = new VolumeShape(3, 16, 32, 32);
+
+  @Test
+  void referencePipelineIsOneKernelWithoutIntermediate() {
+    KernelPlan p = KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused(), REF_POOL), REF);
+    assertThat(p.describe()).isEqualTo("pipeline_taps2_c3_c16");
+    assertThat(p.used(1)).as("intermediate buffer").isFalse();
+    assertThat(p.outputBuffer()).isEqualTo(2);
+  }
+
+  @Test
+  void referenceFusedAndPoolUseFastPaths() {
+    assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused()), REF).describe()).isEqualTo("fused_taps2_c3_c16");
+    assertThat(KernelPlan.of(Pipeline.of(REF_POOL), new VolumeShape(32, 128, 128, 256)).describe())
+        .isEqualTo("avgpool_k3s2p1");
+  }
+
+  @Test
+  void otherConfigurationsUseGenericKernels() {
+    assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_k4s2p1").fused()), new VolumeShape(4, 6, 5, 7)).describe())
+        .isEqualTo("fused_generic");
+    assertThat(KernelPlan.of(Pipeline.of(REF_POOL), new VolumeShape(3, 7, 9, 11)).describe()).isEqualTo("avgpool_generic");
+    assertThat(KernelPlan.of(Pipeline.of(new AvgPool3dSpec(5, 3, 2, false, true)), new VolumeShape(2, 9, 10, 12))
+        .describe()).isEqualTo("avgpool_generic");
+    assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused(), new AvgPool3dSpec(5, 3, 2, false, true)), REF)
+        .describe()).isEqualTo("fused_taps2_c3_c16 -> avgpool_generic");
+    assertThat(KernelPlan.of(Pipeline.of(), REF).describe()).isEqualTo("copy");
+  }
+}

@@ -1,0 +1,136 @@
+package io.volpool.format;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.volpool.testing.Golden;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** .npy reading of numpy-written files (every version, byte order, dtype and layout we accept) and writing. */
+class NpyTest {
+  static byte[] fixture(String name) throws IOException {
+    try (InputStream in = NpyTest.class.getResourceAsStream("/npy/" + name)) {
+      return in.readAllBytes();
+    }
+  }
+
+  /** The values numpy wrote into every fixture: arange(120).reshape(2,3,4,5) * 0.25 - 7. */
+  static float[] expected() {
+    float[] v = new float[120];
+    for (int i = 0; i < v.length; i++) {
+      v[i] = (float) (i * 0.25 - 7);
+    }
+    return v;
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"c_f4.npy", "f8.npy", "be_f4.npy", "be_f8.npy", "fortran_f4.npy", "v2_f4.npy", "v3_f4.npy"})
+  void readsNumpyFiles(String name) throws IOException {
+    NpyArray a = Npy.read(fixture(name), name);
+    assertThat(a.shape()).containsExactly(2, 3, 4, 5);
+    assertThat(a.toFloatArray()).containsExactly(expected());
+  }
+
+  @Test
+  void readsGoldenInputsWrittenByNumpy() {
+    NpyArray a = Golden.read(Golden.get("fused_seed").dir().resolve("input.npy"));
+    assertThat(a.shape()).containsExactly(2, 3, 16, 32, 32);
+    assertThat(a.numel()).isEqualTo(2L * 3 * 16 * 32 * 32);
+  }
+
+  @Test
+  void roundTripsAndPadsHeaderTo64Bytes() throws IOException {
+    NpyArray a = NpyArray.of(new long[] {2, 3, 4, 5}, expected());
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    Npy.write(a, out);
+    byte[] b = out.toByteArray();
+    assertThat(b[6]).as("major version").isEqualTo((byte) 1);
+    int headerEnd = 10 + ((b[8] & 0xff) | (b[9] & 0xff) << 8);
+    assertThat(headerEnd % 64).isZero();
+    assertThat(b[headerEnd - 1]).isEqualTo((byte) '\n');
+    NpyArray back = Npy.read(b, "roundtrip");
+    assertThat(back.shape()).containsExactly(2, 3, 4, 5);
+    assertThat(back.toFloatArray()).containsExactly(expected());
+    assertThat(Arrays.copyOfRange(b, 0, headerEnd)).isEqualTo(Arrays.copyOfRange(fixture("c_f4.npy"), 0, headerEnd));
+  }
+
+  @Test
+  void oneDimensionalShapeHasTrailingComma() {
+    assertThat(new String(Npy.header(new long[] {7}), java.nio.charset.StandardCharsets.ISO_8859_1)).contains("'shape': (7,)");
+  }
+
+  @Test
+  void writtenFilesOpenInNumpy(@TempDir Path dir) throws Exception {
+    Path f = dir.resolve("w.npy");
+    try (var os = Files.newOutputStream(f)) {
+      Npy.write(NpyArray.of(new long[] {2, 3, 4, 5}, expected()), os);
+    }
+    Process p;
+    try {
+      p = new ProcessBuilder("python3", "-c", "import numpy as n,sys; a=n.load(sys.argv[1]); "
+          + "assert a.dtype==n.float32 and a.shape==(2,3,4,5); assert (a.ravel()==n.arange(120)*0.25-7).all(); print('ok')",
+          f.toString()).redirectErrorStream(true).start();
+    } catch (IOException e) {
+      Assumptions.abort("python3 not available: " + e.getMessage());
+      return;
+    }
+    p.waitFor(60, TimeUnit.SECONDS);
+    String text = new String(p.getInputStream().readAllBytes());
+    Assumptions.assumeFalse(text.contains("No module named"), "numpy not installed for python3");
+    assertThat(text.trim()).as("numpy.load output").isEqualTo("ok");
+  }
+
+  @Test
+  void rejectsObjectArrays() throws IOException {
+    assertThatThrownBy(() -> Npy.read(fixture("object.npy"), "object.npy"))
+        .isInstanceOf(TensorFormatException.class)
+        .hasMessageContaining("object.npy").hasMessageContaining("dtype '|O' is not supported")
+        .hasMessageContaining("object arrays");
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"int32.npy", "f2.npy"})
+  void rejectsOtherDtypes(String name) throws IOException {
+    assertThatThrownBy(() -> Npy.read(fixture(name), name)).isInstanceOf(TensorFormatException.class)
+        .hasMessageContaining(name).hasMessageContaining("only float32 (<f4, >f4) and float64 (<f8, >f8) are supported");
+  }
+
+  @Test
+  void rejectsStructuredDtypes() throws IOException {
+    assertThatThrownBy(() -> Npy.read(fixture("structured.npy"), "s.npy")).hasMessageContaining("structured");
+  }
+
+  @Test
+  void rejectsTruncatedData() throws IOException {
+    byte[] b = fixture("c_f4.npy");
+    byte[] cut = Arrays.copyOf(b, b.length - 4);
+    assertThatThrownBy(() -> Npy.read(cut, "cut.npy")).hasMessageContaining("cut.npy")
+        .hasMessageContaining("data holds 476 bytes but shape (2, 3, 4, 5) of <f4 needs 480");
+  }
+
+  @Test
+  void rejectsBadMagicAndVersion() throws IOException {
+    assertThatThrownBy(() -> Npy.read("hello world, not numpy".getBytes(), "x.npy")).hasMessageContaining("magic");
+    byte[] b = fixture("c_f4.npy").clone();
+    b[6] = 9;
+    assertThatThrownBy(() -> Npy.read(b, "v9.npy")).hasMessageContaining("unsupported .npy version 9.0");
+    assertThatThrownBy(() -> Npy.read(new byte[] {1, 2}, "tiny.npy")).hasMessageContaining("shorter than");
+  }
+
+  @Test
+  void rejectsHeaderRunningPastEnd() throws IOException {
+    byte[] b = Arrays.copyOf(fixture("c_f4.npy"), 40);
+    assertThatThrownBy(() -> Npy.read(b, "h.npy")).hasMessageContaining("runs past the end of the file");
+  }
+}

@@ -1,0 +1,21 @@
+package io.volpool.testing;
+
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.api.Test;
+
+/** The golden comparison itself must catch what it is meant to catch. */
+class ToleranceTest {
+  @Test
+  void acceptsRoundingAndRejectsRealErrors() {
+    float[] ref = {1f, -2f, 3f, 1000f};
+    assertThatCode(() -> Tolerance.assertClose(new float[] {1f, -2f, 3.0000002f, 1000.0001f}, ref, "ok"))
+        .doesNotThrowAnyException();
+    assertThatThrownBy(() -> Tolerance.assertClose(new float[] {1f, -2.001f, 3f, 1000f}, ref, "off"))
+        .hasMessageContaining("first at flat index 1").hasMessageContaining("got -2.001").hasMessageContaining("expected -2.0");
+    assertThatThrownBy(() -> Tolerance.assertClose(new float[] {1f, Float.NaN, 3f, 1000f}, ref, "nan"))
+        .hasMessageContaining("first at flat index 1");
+    assertThatThrownBy(() -> Tolerance.assertClose(new float[] {1f, -2f, 3f}, ref, "short")).hasMessageContaining("3 values");
+  }
+}
