@@ -13,11 +13,28 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   "$J" -Xmx8g -Dvolpool.golden="$GOLDEN" -jar "$LIB"/junit-platform-console-standalone-*.jar execute \
     --class-path "$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')" \
     --scan-class-path "$(ls "$LIB"/volpool-udf-*-tests.jar)" --details=summary --disable-banner \
-    --reports-dir "$OUT/junit" 2>&1 | tee "$OUT/gpu-tests.log" | grep -vE '^\s+at ' | tail -60
+    --reports-dir "${JUNIT_REPORTS:-/tmp/junit}" 2>&1 | tee "$OUT/gpu-tests.log" | grep -vE '^\s+at ' | tail -60
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   CP="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
   "$J" -Xmx24g -cp "$CP" io.volpool.bench.GpuBench conf/models/fused_seed.safetensors --json "$OUT/gpu-bench.json" 2>&1 | tee "$OUT/gpu-bench.log"
-  "$J" -Xmx8g -cp "$CP" io.volpool.bench.CpuBench conf/models/fused_seed.safetensors 1,16 2>&1 | tee "$OUT/cpu-bench.log"
-  PYTHONUNBUFFERED=1 python3 .stage/torch_anchors.py --json "$OUT/torch-anchors.json" 2>&1 | tee "$OUT/torch-anchors.log"
+  [ -n "${SKIP_TORCH:-}" ] || "$J" -Xmx8g -cp "$CP" io.volpool.bench.CpuBench conf/models/fused_seed.safetensors 1,16 2>&1 | tee "$OUT/cpu-bench.log"
+  [ -n "${SKIP_TORCH:-}" ] || PYTHONUNBUFFERED=1 python3 .stage/torch_anchors.py --json "$OUT/torch-anchors.json" 2>&1 | tee "$OUT/torch-anchors.log"
+fi
+if [ "$what" = profile ]; then
+  # one launch of each fast kernel under Nsight Compute (clocks left alone), for the numbers behind docs/benchmarks.md
+  CP="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
+  for k in fused:fused_taps2_c3_c16 pipeline:pipeline_taps2_c3_c16 avgpool:avgpool_k3s2p1; do
+    ncu --clock-control none -k "${k#*:}" --launch-count 1 --section SpeedOfLight --section Occupancy \
+      --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section InstructionStats \
+      "$J" -Xmx24g -cp "$CP" io.volpool.bench.GpuBench conf/models/fused_seed.safetensors --only "${k%%:*}" \
+      > "/tmp/ncu-${k%%:*}.txt" 2>&1; cat "/tmp/ncu-${k%%:*}.txt" >> "$OUT/ncu.txt"
+    grep -E "Duration|DRAM Throughput|Compute \(SM\)|Achieved Occupancy|Executed Ipc|Issue Slots Busy|L2 Hit|Block Limit (Reg|Shared)" "/tmp/ncu-${k%%:*}.txt" | head -12
+  done
+  unzip -o -q "$(ls "$LIB"/volpool-udf-*SNAPSHOT.jar)" kernels/volpool.fatbin -d /tmp/k
+  for f in fused_taps2_c3_c16 pipeline_taps2_c3_c16 avgpool_k3s2p1; do
+    cuobjdump -sass -fun "$f" /tmp/k/kernels/volpool.fatbin > "/tmp/sass-$f.txt" 2>&1; cat "/tmp/sass-$f.txt" >> "$OUT/sass.txt"
+    echo "== $f: $(grep -cE '^\s+/\*[0-9a-f]+\*/' "/tmp/sass-$f.txt") instructions; top opcodes:"
+    grep -oE '^\s+/\*[0-9a-f]+\*/\s+(@!?U?P[0-9T] )?[A-Z0-9.]+' "/tmp/sass-$f.txt" | awk '{print $NF}' | sed 's/\..*//' | sort | uniq -c | sort -rn | head -8 | tr '\n' ' '; echo
+  done
 fi

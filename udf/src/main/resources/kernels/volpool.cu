@@ -10,6 +10,7 @@
 // output reads a few input positions ("taps") whose kernel weights were summed ahead of time.
 
 #include <stdint.h>
+#include <cuda_pipeline.h>
 
 typedef long long i64;
 
@@ -65,54 +66,57 @@ struct TapWeights {
   float c[COUT];
 };
 
-template <int CIN, int COUT>
-__device__ __forceinline__ void fused_taps2(const float* __restrict__ x, float* __restrict__ y, int n, int D, int H,
-    int W, int OD, int OH, int OW, int baseD, int stepD, int baseH, int stepH, int baseW, int stepW,
-    const TapWeights<CIN, COUT>& p) {
-  const i64 points = (i64)n * OD * OH * OW;
-  const i64 plane = (i64)D * H * W;
-  const i64 oplane = (i64)OD * OH * OW;
-  for (i64 idx = blockIdx.x * (i64)blockDim.x + threadIdx.x; idx < points; idx += (i64)gridDim.x * blockDim.x) {
-    i64 t = idx;
-    const int ow = (int)(t % OW); t /= OW;
-    const int oh = (int)(t % OH); t /= OH;
-    const int od = (int)(t % OD);
-    const i64 b = t / OD;
-    const int id = baseD + od * stepD, ih = baseH + oh * stepH, iw = baseW + ow * stepW;
-    float v[CIN][8];
-#pragma unroll
-    for (int ci = 0; ci < CIN; ci++) {
-      const float* xc = x + (b * CIN + ci) * plane + ((i64)id * H + ih) * W + iw;
-#pragma unroll
-      for (int a = 0; a < 2; a++) {
-#pragma unroll
-        for (int bb = 0; bb < 2; bb++) {
-          const float* r = xc + ((i64)a * H + bb) * W;
-          v[ci][(a * 2 + bb) * 2 + 0] = __ldg(r);
-          v[ci][(a * 2 + bb) * 2 + 1] = __ldg(r + 1);
-        }
-      }
-    }
-    float* yo = y + b * COUT * oplane + ((i64)od * OH + oh) * OW + ow;
-#pragma unroll
-    for (int co = 0; co < COUT; co++) {
-      float acc = p.c[co];
-#pragma unroll
-      for (int ci = 0; ci < CIN; ci++) {
-#pragma unroll
-        for (int tap = 0; tap < 8; tap++) {
-          acc = fmaf(v[ci][tap], p.w[(ci * 8 + tap) * COUT + co], acc);
-        }
-      }
-      yo[co * oplane] = acc;
-    }
-  }
-}
-
+// One thread computes two adjacent output columns, all COUT channels. The weights reach FFMA as
+// uniform registers (one ULDC each), so sharing every loaded weight between two outputs halves the
+// instructions per output; the kernel was issue-bound at one output per thread.
 extern "C" __global__ void __launch_bounds__(256) fused_taps2_c3_c16(const float* __restrict__ x,
     float* __restrict__ y, int n, int D, int H, int W, int OD, int OH, int OW, int baseD, int stepD, int baseH,
     int stepH, int baseW, int stepW, const TapWeights<3, 16> p) {
-  fused_taps2<3, 16>(x, y, n, D, H, W, OD, OH, OW, baseD, stepD, baseH, stepH, baseW, stepW, p);
+  constexpr int CIN = 3, COUT = 16;
+  // block (16, 16): 32 output columns (2 per thread) x 16 output rows of one output plane; grid (tiles, OD, n)
+  const int tilesW = (OW + 31) >> 5;
+  const int ow = (blockIdx.x % tilesW) * 32 + threadIdx.x * 2;
+  const int oh = (blockIdx.x / tilesW) * 16 + threadIdx.y;
+  const int od = blockIdx.y;
+  const i64 b = blockIdx.z;
+  if (ow >= OW || oh >= OH) return;
+  const bool two = ow + 1 < OW;
+  const i64 plane = (i64)D * H * W;
+  const i64 oplane = (i64)OD * OH * OW;
+  const int id = baseD + od * stepD, ih = baseH + oh * stepH, iw = baseW + ow * stepW;
+  const int iw1 = two ? stepW : 0;  // second column's input offset (re-reads the first when absent)
+  float v0[CIN][8], v1[CIN][8];
+#pragma unroll
+  for (int ci = 0; ci < CIN; ci++) {
+    const float* xc = x + (b * CIN + ci) * plane + ((i64)id * H + ih) * W + iw;
+#pragma unroll
+    for (int a = 0; a < 2; a++) {
+#pragma unroll
+      for (int bb = 0; bb < 2; bb++) {
+        const float* r = xc + ((i64)a * H + bb) * W;
+        v0[ci][(a * 2 + bb) * 2 + 0] = __ldg(r);
+        v0[ci][(a * 2 + bb) * 2 + 1] = __ldg(r + 1);
+        v1[ci][(a * 2 + bb) * 2 + 0] = __ldg(r + iw1);
+        v1[ci][(a * 2 + bb) * 2 + 1] = __ldg(r + iw1 + 1);
+      }
+    }
+  }
+  float* yo = y + b * COUT * oplane + ((i64)od * OH + oh) * OW + ow;
+#pragma unroll
+  for (int co = 0; co < COUT; co++) {
+    float acc0 = p.c[co], acc1 = p.c[co];
+#pragma unroll
+    for (int ci = 0; ci < CIN; ci++) {
+#pragma unroll
+      for (int tap = 0; tap < 8; tap++) {
+        const float w = p.w[(ci * 8 + tap) * COUT + co];
+        acc0 = fmaf(v0[ci][tap], w, acc0);
+        acc1 = fmaf(v1[ci][tap], w, acc1);
+      }
+    }
+    __stcs(yo + co * oplane, acc0);
+    if (two) __stcs(yo + co * oplane + 1, acc1);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -154,52 +158,74 @@ __device__ __forceinline__ int padFactor(int o, int L, int countIncludePad) {
   return countIncludePad ? e - s : min(s + 3, L) - max(s, 0);
 }
 
-__device__ __forceinline__ float rowSum3(const float* __restrict__ row, int ow, int W, int lane) {
-  const int c0 = 2 * ow;
-  float2 v = make_float2(0.f, 0.f);
-  if (c0 < W) v = __ldg(reinterpret_cast<const float2*>(row + c0));
-  float left = __shfl_up_sync(0xffffffffu, v.y, 1);
-  if (lane == 0) left = (c0 >= 1 && c0 - 1 < W) ? __ldg(row + c0 - 1) : 0.f;
-  return left + v.x + v.y;
-}
-
-__device__ __forceinline__ float planeSum(const float* __restrict__ plane, int oh, int ow, int H, int W, int lane) {
-  const int r0 = 2 * oh - 1;
-  float s = 0.f;
+// One thread covers 2 output columns (input columns 4q..4q+3, one 16-byte load; column 4q-1 comes
+// from the left lane by shuffle) and 2 output rows (5 input rows), so it keeps 10 16-byte loads per
+// plane in flight. Loads are predicated, never branched around. Needs W % 4 == 0 (aligned float4).
+__device__ __forceinline__ void rows5x4(const float* __restrict__ plane, bool planeOk, int r0, int H, int W, int c0,
+    int lane, float s0[5], float s1[5]) {
+  float4 v[5];
+  float l[5];
 #pragma unroll
-  for (int r = 0; r < 3; r++) {
+  for (int r = 0; r < 5; r++) {
     const int h = r0 + r;
-    // every lane of the warp shares oh, so the branch is uniform and the shuffle stays legal
-    if (h >= 0 && h < H) s += rowSum3(plane + (i64)h * W, ow, W, lane);
+    const bool ok = planeOk && h >= 0 && h < H;
+    const float* row = plane + (i64)(ok ? h : 0) * W;
+    v[r] = (ok && c0 < W) ? __ldg(reinterpret_cast<const float4*>(row + c0)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    l[r] = (ok && lane == 0 && c0 >= 1 && c0 - 1 < W) ? __ldg(row + c0 - 1) : 0.f;
   }
-  return s;
+#pragma unroll
+  for (int r = 0; r < 5; r++) {
+    const float left = __shfl_up_sync(0xffffffffu, v[r].w, 1);
+    s0[r] = (lane == 0 ? l[r] : left) + v[r].x + v[r].y;
+    s1[r] = v[r].y + v[r].z + v[r].w;
+  }
 }
 
-extern "C" __global__ void __launch_bounds__(256) avgpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
+extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
     i64 nc, int D, int H, int W, int OD, int OH, int OW, int countIncludePad) {
-  const int lane = threadIdx.x;  // blockDim = (32, 8)
-  const int colBlocks = (OW + 31) / 32;
-  const int rowBlocks = (OH + blockDim.y - 1) / blockDim.y;
+  // block (32, 4): 64 output columns (2 per lane) x 8 output rows (2 per thread); each thread marches along D
+  const int lane = threadIdx.x;
+  const int colBlocks = (OW + 63) / 64;
+  const int rowBlocks = (OH + 7) / 8;
   const i64 blocks = nc * rowBlocks * colBlocks;
   for (i64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
     i64 t = blk;
     const int cb = (int)(t % colBlocks); t /= colBlocks;
     const int rb = (int)(t % rowBlocks);
     const i64 c = t / rowBlocks;
-    const int ow = cb * 32 + lane;
-    const int oh = rb * blockDim.y + threadIdx.y;
+    const int ow = (cb * 32 + lane) * 2;
+    const int oh = rb * 8 + threadIdx.y * 2;
     if (oh >= OH) continue;  // whole warp leaves together
-    const float* xc = x + c * D * (i64)H * W;
-    float* yc = y + c * OD * (i64)OH * OW + (i64)oh * OW + ow;
+    const bool row2 = oh + 1 < OH, col2 = ow + 1 < OW;
+    const int c0 = 2 * ow;
     const i64 plane = (i64)H * W;
-    const float fhw = (float)(padFactor(oh, H, countIncludePad) * padFactor(ow, W, countIncludePad));
-    float prev = 0.f;  // plane sum of 2*od - 1 (plane -1 is padding)
+    const float* xc = x + c * D * plane;
+    float* yc = y + c * OD * (i64)OH * OW + (i64)oh * OW + ow;
+    const float fw0 = (float)padFactor(ow, W, countIncludePad);
+    const float fw1 = (float)(col2 ? padFactor(ow + 1, W, countIncludePad) : 1);
+    const float fh0 = (float)padFactor(oh, H, countIncludePad);
+    const float fh1 = (float)(row2 ? padFactor(oh + 1, H, countIncludePad) : 1);
+    float p00 = 0.f, p01 = 0.f, p10 = 0.f, p11 = 0.f;  // window sums of plane 2*od - 1, [row][col]
     for (int od = 0; od < OD; od++) {
       const int d = 2 * od;
-      const float a = d < D ? planeSum(xc + d * plane, oh, ow, H, W, lane) : 0.f;
-      const float b = d + 1 < D ? planeSum(xc + (d + 1) * plane, oh, ow, H, W, lane) : 0.f;
-      if (ow < OW) yc[(i64)od * OH * OW] = (prev + a + b) / (fhw * (float)padFactor(od, D, countIncludePad));
-      prev = b;
+      float a0[5], a1[5], b0[5], b1[5];
+      rows5x4(xc + (i64)min(d, D - 1) * plane, d < D, 2 * oh - 1, H, W, c0, lane, a0, a1);
+      rows5x4(xc + (i64)min(d + 1, D - 1) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, b0, b1);
+      const float A00 = a0[0] + a0[1] + a0[2], A01 = a1[0] + a1[1] + a1[2];
+      const float A10 = a0[2] + a0[3] + a0[4], A11 = a1[2] + a1[3] + a1[4];
+      const float B00 = b0[0] + b0[1] + b0[2], B01 = b1[0] + b1[1] + b1[2];
+      const float B10 = b0[2] + b0[3] + b0[4], B11 = b1[2] + b1[3] + b1[4];
+      const float fd = (float)padFactor(od, D, countIncludePad);
+      float* yo = yc + (i64)od * OH * OW;
+      if (ow < OW) {
+        __stcs(yo, (p00 + A00 + B00) / (fh0 * fw0 * fd));
+        if (col2) __stcs(yo + 1, (p01 + A01 + B01) / (fh0 * fw1 * fd));
+        if (row2) {
+          __stcs(yo + OW, (p10 + A10 + B10) / (fh1 * fw0 * fd));
+          if (col2) __stcs(yo + OW + 1, (p11 + A11 + B11) / (fh1 * fw1 * fd));
+        }
+      }
+      p00 = B00; p01 = B01; p10 = B10; p11 = B11;
     }
   }
 }
@@ -210,82 +236,120 @@ extern "C" __global__ void __launch_bounds__(256) avgpool_k3s2p1(const float* __
 // above, with step 1), so pooling commutes with the stencil: each final output is
 //   (sum_ci sum_{a,b,c} Weff[ci][a][b][c][co] * Y_abc(ci) + count * const[co]) / divisor
 // where Y_abc is the box sum of the input over the pooled window shifted by the tap offsets.
-template <int CIN, int COUT>
-__device__ __forceinline__ void pipeline_taps2(const float* __restrict__ x, float* __restrict__ y, int n, int D,
-    int H, int W, int FD, int FH, int FW, int PD, int PH, int PW, int baseD, int baseH, int baseW, int k, int s,
-    int pad, int ceilMode, int countIncludePad, const TapWeights<CIN, COUT>& p) {
-  (void)ceilMode;
-  const i64 points = (i64)n * PD * PH * PW;
-  const i64 plane = (i64)D * H * W;
-  const i64 oplane = (i64)PD * PH * PW;
-  for (i64 idx = blockIdx.x * (i64)blockDim.x + threadIdx.x; idx < points; idx += (i64)gridDim.x * blockDim.x) {
-    i64 t = idx;
-    const int pw = (int)(t % PW); t /= PW;
-    const int ph = (int)(t % PH); t /= PH;
-    const int pd = (int)(t % PD);
-    const i64 b = t / PD;
-    // pooled windows over the fused output, PyTorch's rules
-    int d0 = pd * s - pad, h0 = ph * s - pad, w0 = pw * s - pad;
-    int d1 = min(d0 + k, FD + pad), h1 = min(h0 + k, FH + pad), w1 = min(w0 + k, FW + pad);
-    const int poolSize = (d1 - d0) * (h1 - h0) * (w1 - w0);
-    d0 = max(d0, 0); h0 = max(h0, 0); w0 = max(w0, 0);
-    d1 = min(d1, FD); h1 = min(h1, FH); w1 = min(w1, FW);
-    const int nd = d1 - d0, nh = h1 - h0, nw = w1 - w0;  // each in 1..3
-    const int cnt = nd * nh * nw;
-    const float inv = 1.f / (float)(countIncludePad ? poolSize : cnt);
-    const int id = baseD + d0, ih = baseH + h0, iw = baseW + w0;
-    float Y[CIN][8];
+// Y[(a*2+b)*2+c] = sum of the staged input over the pooled window (nd x nh x nw fused positions)
+// shifted by tap offsets (a, b, c). FULL: every window length is 3, so no masks.
+template <bool FULL>
+__device__ __forceinline__ void boxSums(const float* __restrict__ tc, int td, int th, int tw, int R, int C, int nd,
+    int nh, int nw, float Y[8]) {
+  float sw[4][4][2];
 #pragma unroll
-    for (int ci = 0; ci < CIN; ci++) {
-      const float* xc = x + (b * CIN + ci) * plane;
-      // X[r][q][e]: input block of up to 4x4x4 (window length + 1 per dimension), zero beyond
-      float sw[4][4][2];
+  for (int r = 0; r < 4; r++) {
 #pragma unroll
-      for (int r = 0; r < 4; r++) {
+    for (int q = 0; q < 4; q++) {
+      float e4[4];
+      const bool rowOk = FULL || (r <= nd && q <= nh);
+      const float* row = tc + ((td + (rowOk ? r : 0)) * R + th + (rowOk ? q : 0)) * C + tw;
 #pragma unroll
-        for (int q = 0; q < 4; q++) {
-          float e4[4];
-          const bool rowOk = r <= nd && q <= nh;
-          const float* row = xc + ((i64)(id + r) * H + (ih + q)) * W + iw;
-#pragma unroll
-          for (int e = 0; e < 4; e++) e4[e] = (rowOk && e <= nw) ? __ldg(row + e) : 0.f;
-          sw[r][q][0] = e4[0] + (nw > 1 ? e4[1] : 0.f) + (nw > 2 ? e4[2] : 0.f);
-          sw[r][q][1] = e4[1] + (nw > 1 ? e4[2] : 0.f) + (nw > 2 ? e4[3] : 0.f);
-        }
+      for (int e = 0; e < 4; e++) e4[e] = (FULL || (rowOk && e <= nw)) ? row[e] : 0.f;
+      if (FULL) {
+        const float mid = e4[1] + e4[2];
+        sw[r][q][0] = e4[0] + mid;
+        sw[r][q][1] = mid + e4[3];
+      } else {
+        sw[r][q][0] = e4[0] + (nw > 1 ? e4[1] : 0.f) + (nw > 2 ? e4[2] : 0.f);
+        sw[r][q][1] = e4[1] + (nw > 1 ? e4[2] : 0.f) + (nw > 2 ? e4[3] : 0.f);
       }
-      float sh[4][2][2];
-#pragma unroll
-      for (int r = 0; r < 4; r++)
-#pragma unroll
-        for (int bb = 0; bb < 2; bb++)
-#pragma unroll
-          for (int c = 0; c < 2; c++)
-            sh[r][bb][c] = sw[r][bb][c] + (nh > 1 ? sw[r][bb + 1][c] : 0.f) + (nh > 2 ? sw[r][bb + 2][c] : 0.f);
-#pragma unroll
-      for (int a = 0; a < 2; a++)
-#pragma unroll
-        for (int bb = 0; bb < 2; bb++)
-#pragma unroll
-          for (int c = 0; c < 2; c++)
-            Y[ci][(a * 2 + bb) * 2 + c] =
-                sh[a][bb][c] + (nd > 1 ? sh[a + 1][bb][c] : 0.f) + (nd > 2 ? sh[a + 2][bb][c] : 0.f);
-    }
-    float* yo = y + b * COUT * oplane + ((i64)pd * PH + ph) * PW + pw;
-#pragma unroll
-    for (int co = 0; co < COUT; co++) {
-      float acc = (float)cnt * p.c[co];
-#pragma unroll
-      for (int ci = 0; ci < CIN; ci++)
-#pragma unroll
-        for (int tap = 0; tap < 8; tap++) acc = fmaf(Y[ci][tap], p.w[(ci * 8 + tap) * COUT + co], acc);
-      yo[co * oplane] = acc * inv;
     }
   }
+#pragma unroll
+  for (int bb = 0; bb < 2; bb++)
+#pragma unroll
+    for (int c = 0; c < 2; c++) {
+      float sh[4];
+#pragma unroll
+      for (int r = 0; r < 4; r++)
+        sh[r] = FULL ? sw[r][bb][c] + sw[r][bb + 1][c] + sw[r][bb + 2][c]
+                     : sw[r][bb][c] + (nh > 1 ? sw[r][bb + 1][c] : 0.f) + (nh > 2 ? sw[r][bb + 2][c] : 0.f);
+#pragma unroll
+      for (int a = 0; a < 2; a++)
+        Y[(a * 2 + bb) * 2 + c] = FULL ? sh[a] + sh[a + 1] + sh[a + 2]
+                                        : sh[a] + (nd > 1 ? sh[a + 1] : 0.f) + (nd > 2 ? sh[a + 2] : 0.f);
+    }
 }
 
+// A block computes a tile of TW x TH final outputs (blockDim) of one final plane pd of one volume.
+// It stages the input region the tile reads, for every channel (CIN x 4 planes x R rows x C columns,
+// R = (TH-1)*s + k + 1, C = (TW-1)*s + k + 1), in shared memory with asynchronous copies (zero
+// outside the input), then each thread box-sums its windows out of shared memory. As in
+// fused_taps2, the body lives in the __global__ function so weights are constant-bank operands.
 extern "C" __global__ void __launch_bounds__(256) pipeline_taps2_c3_c16(const float* __restrict__ x,
     float* __restrict__ y, int n, int D, int H, int W, int FD, int FH, int FW, int PD, int PH, int PW, int baseD,
     int baseH, int baseW, int k, int s, int pad, int ceilMode, int countIncludePad, const TapWeights<3, 16> p) {
-  pipeline_taps2<3, 16>(x, y, n, D, H, W, FD, FH, FW, PD, PH, PW, baseD, baseH, baseW, k, s, pad, ceilMode,
-      countIncludePad, p);
+  constexpr int CIN = 3, COUT = 16;
+  extern __shared__ float tile[];
+  (void)ceilMode;
+  const int TW = blockDim.x, TH = blockDim.y;
+  const int R = (TH - 1) * s + k + 1, C = (TW - 1) * s + k + 1;
+  const int tilesW = (PW + TW - 1) / TW;
+  const int tw0 = (blockIdx.x % tilesW) * TW, th0 = (blockIdx.x / tilesW) * TH;
+  const int pd = blockIdx.y;
+  const i64 b = blockIdx.z;
+  const int pw = tw0 + threadIdx.x, ph = th0 + threadIdx.y;
+  const bool active = pw < PW && ph < PH;
+  // fused-coordinate origin of the tile, and the input origin it maps to (tap 0)
+  const int fd0 = pd * s - pad, fh0 = th0 * s - pad, fw0 = tw0 * s - pad;
+  const int oD = baseD + fd0, oH = baseH + fh0, oW = baseW + fw0;
+  const i64 plane = (i64)D * H * W;
+  for (int ci = 0; ci < CIN; ci++) {
+    const float* xc = x + (b * CIN + ci) * plane;
+    for (int pl = 0; pl < 4; pl++) {
+      const int gd = oD + pl;
+      for (int r = threadIdx.y; r < R; r += TH) {
+        const int gh = oH + r;
+        const bool ok = gd >= 0 && gd < D && gh >= 0 && gh < H;
+        const float* xr = xc + ((i64)(ok ? gd : 0) * H + (ok ? gh : 0)) * W;
+        float* tr = tile + ((ci * 4 + pl) * R + r) * C;
+        for (int c = threadIdx.x; c < C; c += TW) {
+          const int gw = oW + c;
+          const bool in = ok && gw >= 0 && gw < W;
+          __pipeline_memcpy_async(tr + c, in ? xr + gw : x, 4, in ? 0 : 4);
+        }
+      }
+    }
+  }
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  if (!active) return;
+  // this thread's pooled window over the fused output, PyTorch's rules
+  int d0 = pd * s - pad, h0 = ph * s - pad, w0 = pw * s - pad;
+  int d1 = min(d0 + k, FD + pad), h1 = min(h0 + k, FH + pad), w1 = min(w0 + k, FW + pad);
+  const int poolSize = (d1 - d0) * (h1 - h0) * (w1 - w0);
+  d0 = max(d0, 0); h0 = max(h0, 0); w0 = max(w0, 0);
+  d1 = min(d1, FD); h1 = min(h1, FH); w1 = min(w1, FW);
+  const int nd = d1 - d0, nh = h1 - h0, nw = w1 - w0;  // each 1..3
+  const int cnt = nd * nh * nw;
+  const float inv = 1.f / (float)(countIncludePad ? poolSize : cnt);
+  const int td = d0 - fd0, th = h0 - fh0, tw = w0 - fw0;  // window start inside the tile
+  float acc[COUT];
+#pragma unroll
+  for (int co = 0; co < COUT; co++) acc[co] = (float)cnt * p.c[co];
+  const bool full = nd == 3 && nh == 3 && nw == 3;  // most windows: no clipping, no masks
+#pragma unroll
+  for (int ci = 0; ci < CIN; ci++) {
+    float Y[8];
+    if (full) {
+      boxSums<true>(tile + ci * 4 * R * C, td, th, tw, R, C, 3, 3, 3, Y);
+    } else {
+      boxSums<false>(tile + ci * 4 * R * C, td, th, tw, R, C, nd, nh, nw, Y);
+    }
+#pragma unroll
+    for (int tap = 0; tap < 8; tap++)
+#pragma unroll
+      for (int co = 0; co < COUT; co++) acc[co] = fmaf(Y[tap], p.w[(ci * 8 + tap) * COUT + co], acc[co]);
+  }
+  const i64 oplane = (i64)PD * PH * PW;
+  float* yo = y + b * COUT * oplane + ((i64)pd * PH + ph) * PW + pw;
+#pragma unroll
+  for (int co = 0; co < COUT; co++) __stcs(yo + co * oplane, acc[co] * inv);
 }

@@ -70,11 +70,14 @@ public final class GpuBench {
     }
     String json = null;
     int batch = 128;
+    String only = "copy,fused,pipeline,two,avgpool,host";
     for (int i = 1; i < args.length; i++) {
       if (args[i].equals("--json")) {
         json = args[++i];
       } else if (args[i].equals("--batch")) {
         batch = Integer.parseInt(args[++i]);
+      } else if (args[i].equals("--only")) {
+        only = args[++i];
       }
     }
     FusedOp fused = FusedModel.load(SafeTensors.read(Files.readAllBytes(Paths.get(args[0])), args[0]),
@@ -82,14 +85,25 @@ public final class GpuBench {
     try (CudaBackend gpu = CudaBackend.create(1)) {
       GpuBench b = new GpuBench(gpu);
       b.results.put("device", gpu.name());
-      double bw = b.copyBandwidth();
+      java.util.Set<String> run = java.util.Set.of(only.split(","));
+      double bw = run.contains("copy") ? b.copyBandwidth() : 4.2e12;
       b.results.put("d2d_copy_GBps", bw / 1e9);
-      b.kernel("fused", Pipeline.of(fused), REF, batch, bw);
-      b.kernel("pipeline", Pipeline.of(fused, POOL), REF, batch, bw);
-      b.kernel("fused_then_avgpool_two_kernels", twoKernelPlan(fused), REF, batch, bw);
-      b.kernel("avgpool", Pipeline.of(POOL), new VolumeShape(32, 128, 128, 256), 16, bw);
-      b.hostLoop(Pipeline.of(fused, POOL), 256, false);
-      b.hostLoop(Pipeline.of(fused, POOL), 256, true);
+      if (run.contains("fused")) {
+        b.kernel("fused", Pipeline.of(fused), REF, batch, bw);
+      }
+      if (run.contains("pipeline")) {
+        b.kernel("pipeline", Pipeline.of(fused, POOL), REF, batch, bw);
+      }
+      if (run.contains("two")) {
+        b.kernel("fused_then_avgpool_two_kernels", twoKernelPlan(fused), REF, batch, bw);
+      }
+      if (run.contains("avgpool")) {
+        b.kernel("avgpool", Pipeline.of(POOL), new VolumeShape(32, 128, 128, 256), 16, bw);
+      }
+      if (run.contains("host")) {
+        b.hostLoop(Pipeline.of(fused, POOL), 256, false);
+        b.hostLoop(Pipeline.of(fused, POOL), 256, true);
+      }
       b.freeAll();
       StringBuilder sb = new StringBuilder("{\n");
       int k = 0;
@@ -148,7 +162,13 @@ public final class GpuBench {
     void run(int iteration);
   }
 
-  /** Median milliseconds of {@code iters} timed runs after {@code warm} warm-ups, timed with CUDA events. */
+  /** Launches timed back to back between one pair of events, so host launch cost stays out of the figure. */
+  static final int LAUNCHES_PER_SAMPLE = 10;
+
+  /**
+   * Median milliseconds per run: {@code iters} samples of {@link #LAUNCHES_PER_SAMPLE} back-to-back
+   * runs each, after {@code warm} warm-ups, timed with CUDA events.
+   */
   private double time(Work w, int warm, int iters) {
     for (int i = 0; i < warm; i++) {
       w.run(i);
@@ -162,11 +182,13 @@ public final class GpuBench {
     float[] ms = new float[1];
     for (int i = 0; i < iters; i++) {
       Cuda.check(cuEventRecord(a, stream), "cuEventRecord");
-      w.run(warm + i);
+      for (int j = 0; j < LAUNCHES_PER_SAMPLE; j++) {
+        w.run(warm + i * LAUNCHES_PER_SAMPLE + j);
+      }
       Cuda.check(cuEventRecord(b, stream), "cuEventRecord");
       Cuda.check(cuEventSynchronize(b), "cuEventSynchronize");
       Cuda.check(cuEventElapsedTime(ms, a, b), "cuEventElapsedTime");
-      t[i] = ms[0];
+      t[i] = ms[0] / LAUNCHES_PER_SAMPLE;
     }
     Arrays.sort(t);
     return t[iters / 2];
@@ -210,7 +232,7 @@ public final class GpuBench {
       double ms = time(i -> {
         bufs[0] = inputs[i % sets];
         runner.launch(stream, bufs, n);
-      }, 5, sets == 1 ? 20 : 50);
+      }, 5, sets == 1 ? 5 : 30);
       double floor = (inBytes + outBytes) / bw * 1e3;
       results.put(name + "_kernels", plan.describe());
       results.put(name + "_ms", ms);

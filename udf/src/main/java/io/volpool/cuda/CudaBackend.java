@@ -146,7 +146,8 @@ public final class CudaBackend implements Backend {
       throw new IllegalArgumentException("volume " + input + " is " + plan.shapes().get(0).bytes()
           + " bytes; the GPU backend takes volumes under 2 GiB");
     }
-    int batch = (int) Math.max(1, Math.min(maxBatch, hostLimit));
+    // grid z carries the batch in the fast kernels
+    int batch = (int) Math.max(1, Math.min(Math.min(maxBatch, hostLimit), KernelPlan.MAX_GRID_YZ));
     long free = d.memInfo()[0];
     long need = CudaExecutor.SLOTS * perVolume * batch;
     if (need > free) {
@@ -168,7 +169,7 @@ public final class CudaBackend implements Backend {
 
   /** Opens an executor on a specific plan (benchmarks and tests). */
   public BatchExecutor open(KernelPlan plan, int maxBatch) {
-    return new CudaExecutor(deviceForTask(), plan, maxBatch, poison);
+    return new CudaExecutor(deviceForTask(), plan, Math.min(maxBatch, KernelPlan.MAX_GRID_YZ), poison);
   }
 
   /** A kernel runner for {@code plan} on the current task's device; the caller closes it. */

@@ -54,7 +54,7 @@ public final class KernelPlan {
     }
   }
 
-  /** avgpool3d kernel 3, stride 2, padding 1, even W: each input byte read once. */
+  /** avgpool3d kernel 3, stride 2, padding 1, W a multiple of 4: each input byte read once, in 16-byte loads. */
   public record AvgK3S2P1(int src, int dst, AvgPool3dSpec spec, VolumeShape in, VolumeShape out) implements Step {
     @Override
     public String kernel() {
@@ -69,7 +69,25 @@ public final class KernelPlan {
     public String kernel() {
       return "pipeline_taps2_c3_c16";
     }
+
+    /** Block width: final outputs along W per block (16 for narrow planes, else 32); blocks hold 256 threads. */
+    public static int tileWidth(int pw) {
+      return pw <= 16 ? 16 : 32;
+    }
+
+    /** Shared memory one block stages: 3 channels x 4 planes x R x C floats. */
+    public static int smemBytes(AvgPool3dSpec pool, int pw) {
+      int tw = tileWidth(pw);
+      int th = 256 / tw;
+      return FAST_CIN * 4 * ((th - 1) * pool.stride() + pool.kernel() + 1)
+          * ((tw - 1) * pool.stride() + pool.kernel() + 1) * Float.BYTES;
+    }
   }
+
+  /** Grid dimensions y and z are limited to this in CUDA. */
+  static final int MAX_GRID_YZ = 65535;
+  /** Shared memory the pipeline kernel may ask for per block (Hopper allows 227 KiB after opting in). */
+  static final int SMEM_LIMIT = 160 * 1024;
 
   private final Pipeline pipeline;
   private final List<VolumeShape> shapes;
@@ -101,8 +119,14 @@ public final class KernelPlan {
       if (st instanceof FusedOp f) {
         FusedStencil stencil = FusedStencil.of(f, s);
         int[][] linear = taps2(stencil);
+        VolumeShape fusedOut = shapes.get(i + 1);
+        if (linear != null && fusedOut.d() > MAX_GRID_YZ) {
+          linear = null;
+        }
         if (fuseStages && linear != null && i + 1 < stages.size() && stages.get(i + 1) instanceof AvgPool3dSpec pool
-            && pool.kernel() <= 3 && Arrays.stream(linear[1]).allMatch(v -> v == 1)) {
+            && pool.kernel() <= 3 && Arrays.stream(linear[1]).allMatch(v -> v == 1)
+            && shapes.get(i + 2).d() <= MAX_GRID_YZ
+            && PipelineTaps2.smemBytes(pool, shapes.get(i + 2).w()) <= SMEM_LIMIT) {
           steps.add(new PipelineTaps2(i, i + 2, stencil, linear[0], pool));
           i += 2;
           continue;
@@ -110,7 +134,7 @@ public final class KernelPlan {
         steps.add(linear != null ? new FusedTaps2(i, i + 1, stencil, linear[0], linear[1])
             : new FusedGeneric(i, i + 1, stencil));
       } else if (st instanceof AvgPool3dSpec a) {
-        boolean fast = a.kernel() == 3 && a.stride() == 2 && a.padding() == 1 && s.w() % 2 == 0;
+        boolean fast = a.kernel() == 3 && a.stride() == 2 && a.padding() == 1 && s.w() % 4 == 0;
         steps.add(fast ? new AvgK3S2P1(i, i + 1, a, s, shapes.get(i + 1)) : new AvgGeneric(i, i + 1, a, s, shapes.get(i + 1)));
       } else {
         throw new IllegalStateException("no CUDA kernel for stage " + st.name());

@@ -1,5 +1,6 @@
 package io.volpool.cuda;
 
+import static jcuda.driver.JCudaDriver.cuFuncSetAttribute;
 import static jcuda.driver.JCudaDriver.cuLaunchKernel;
 import static jcuda.driver.JCudaDriver.cuMemAlloc;
 import static jcuda.driver.JCudaDriver.cuMemFree;
@@ -14,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUfunction_attribute;
 import jcuda.driver.CUstream;
 
 /**
@@ -100,11 +102,37 @@ public final class KernelRunner implements AutoCloseable {
     }
   }
 
+  /** A prepared launch: JCuda's parameter block and the grid, reused while buffers and batch size stay the same. */
+  private record Launch(Pointer params, int gx, int gy, int gz, int bx, int by, int smem) {}
+
+  /** Device pointers compare by address (NativePointerObject.equals), so the key is the buffers' addresses. */
+  private record LaunchKey(KernelPlan.Step step, CUdeviceptr src, CUdeviceptr dst, int n) {}
+
+  private final Map<LaunchKey, Launch> launches = new HashMap<>();
+
   private void launch(KernelPlan.Step s, CUstream stream, CUdeviceptr src, CUdeviceptr dst, int n) {
+    LaunchKey key = new LaunchKey(s, src, dst, n);
+    Launch l = launches.get(key);
+    if (l == null) {
+      if (launches.size() > 64) {
+        launches.clear();
+      }
+      l = prepare(s, src, dst, n);
+      launches.put(key, l);
+    }
+    VolumeShape in = plan.shapes().get(s.src());
+    Cuda.check(cuLaunchKernel(device.function(s.kernel()), l.gx, l.gy, l.gz, l.bx, l.by, 1, l.smem, stream, l.params,
+        null), "cuLaunchKernel(" + s.kernel() + ", " + n + " volumes " + in + " -> " + plan.shapes().get(s.dst()) + ")");
+  }
+
+  private Launch prepare(KernelPlan.Step s, CUdeviceptr src, CUdeviceptr dst, int n) {
     Pointer params;
     int grid;
     int bx = THREADS;
     int by = 1;
+    int gy = 1;
+    int gz = 1;
+    int smem = 0;
     VolumeShape in = plan.shapes().get(s.src());
     VolumeShape out = plan.shapes().get(s.dst());
     if (s instanceof KernelPlan.FusedGeneric g) {
@@ -120,7 +148,11 @@ public final class KernelRunner implements AutoCloseable {
       params = Pointer.to(Pointer.to(src), Pointer.to(dst), i(n), i(in.d()), i(in.h()), i(in.w()), i(out.d()),
           i(out.h()), i(out.w()), i(f.base()[0]), i(f.step()[0]), i(f.base()[1]), i(f.step()[1]), i(f.base()[2]),
           i(f.step()[2]), Pointer.to(tapWeights(f.stencil())));
-      grid = blocks(n * out.plane());
+      bx = 16;
+      by = 16;
+      grid = ceil(out.w(), 32) * ceil(out.h(), 16);
+      gy = out.d();
+      gz = n;
     } else if (s instanceof KernelPlan.PipelineTaps2 p) {
       VolumeShape fusedOut = p.stencil().output();
       AvgPool3dSpec a = p.pool();
@@ -128,14 +160,25 @@ public final class KernelRunner implements AutoCloseable {
           i(fusedOut.h()), i(fusedOut.w()), i(out.d()), i(out.h()), i(out.w()), i(p.base()[0]), i(p.base()[1]),
           i(p.base()[2]), i(a.kernel()), i(a.stride()), i(a.padding()), i(a.ceilMode() ? 1 : 0),
           i(a.countIncludePad() ? 1 : 0), Pointer.to(tapWeights(p.stencil())));
-      grid = blocks(n * out.plane());
+      bx = KernelPlan.PipelineTaps2.tileWidth(out.w());
+      by = THREADS / bx;
+      grid = ceil(out.w(), bx) * ceil(out.h(), by);
+      gy = out.d();
+      gz = n;
+      smem = KernelPlan.PipelineTaps2.smemBytes(a, out.w());
+      if (smem > 48 * 1024) {
+        // above 48 KiB a kernel must opt in to more dynamic shared memory
+        Cuda.check(cuFuncSetAttribute(device.function(s.kernel()),
+            CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
+            "cuFuncSetAttribute(" + s.kernel() + ", max dynamic shared memory " + smem + ")");
+      }
     } else if (s instanceof KernelPlan.AvgK3S2P1 a) {
       long nc = (long) n * in.c();
       params = Pointer.to(Pointer.to(src), Pointer.to(dst), Pointer.to(new long[] {nc}), i(in.d()), i(in.h()),
           i(in.w()), i(out.d()), i(out.h()), i(out.w()), i(a.spec().countIncludePad() ? 1 : 0));
       bx = 32;
-      by = 8;
-      long total = nc * ((out.h() + by - 1) / by) * ((out.w() + 31) / 32);
+      by = 4;
+      long total = nc * ceil(out.h(), 8) * ceil(out.w(), 64);
       grid = (int) Math.min(total, Integer.MAX_VALUE);
     } else if (s instanceof KernelPlan.AvgGeneric a) {
       long nc = (long) n * in.c();
@@ -147,8 +190,7 @@ public final class KernelRunner implements AutoCloseable {
     } else {
       throw new IllegalStateException("unknown step " + s);
     }
-    Cuda.check(cuLaunchKernel(device.function(s.kernel()), grid, 1, 1, bx, by, 1, 0, stream, params, null),
-        "cuLaunchKernel(" + s.kernel() + ", " + n + " volumes " + in + " -> " + out + ")");
+    return new Launch(params, grid, gy, gz, bx, by, smem);
   }
 
   /** The {@code TapWeights<3,16>} kernel parameter: effective weights of combo 0, then the constants. */
@@ -160,6 +202,10 @@ public final class KernelRunner implements AutoCloseable {
     System.arraycopy(w, 0, p, 0, per);
     System.arraycopy(c, 0, p, per, c.length);
     return p;
+  }
+
+  private static int ceil(int a, int b) {
+    return (a + b - 1) / b;
   }
 
   private static Pointer i(int v) {

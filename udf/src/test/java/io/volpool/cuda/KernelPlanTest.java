@@ -33,6 +33,8 @@ class KernelPlanTest {
     assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_k4s2p1").fused()), new VolumeShape(4, 6, 5, 7)).describe())
         .isEqualTo("fused_generic");
     assertThat(KernelPlan.of(Pipeline.of(REF_POOL), new VolumeShape(3, 7, 9, 11)).describe()).isEqualTo("avgpool_generic");
+    assertThat(KernelPlan.of(Pipeline.of(REF_POOL), new VolumeShape(3, 7, 9, 66)).describe())
+        .as("W not a multiple of 4: no aligned 16-byte loads").isEqualTo("avgpool_generic");
     assertThat(KernelPlan.of(Pipeline.of(new AvgPool3dSpec(5, 3, 2, false, true)), new VolumeShape(2, 9, 10, 12))
         .describe()).isEqualTo("avgpool_generic");
     assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused(), new AvgPool3dSpec(5, 3, 2, false, true)), REF)
