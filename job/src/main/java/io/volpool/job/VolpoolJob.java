@@ -144,7 +144,8 @@ public final class VolpoolJob {
       out.writeText(SUMMARY_FILE, summary.toJson());
       out.commit();
       return summary;
-    } catch (IOException | RuntimeException e) {
+    } catch (Throwable e) {
+      // Spark's own exceptions are checked ones thrown from Scala: catch everything
       out.abort();
       throw e;
     }

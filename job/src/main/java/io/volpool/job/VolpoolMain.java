@@ -106,13 +106,17 @@ public final class VolpoolMain {
         all.put(t._1(), t._2());
       }
       JobSettings settings = new JobSettings(all);
+      // a session that already exists (an embedding application, a test suite) is used and left running
+      boolean ours = SparkSession.getDefaultSession().isEmpty() && SparkSession.getActiveSession().isEmpty();
       SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
       try {
         RunSummary summary = VolpoolJob.run(spark, settings);
         out.print(summary.toText());
         return EXIT_OK;
       } finally {
-        spark.stop();
+        if (ours) {
+          spark.stop();
+        }
       }
     } catch (Throwable t) {
       return report(t, err);

@@ -20,13 +20,16 @@ import org.slf4j.LoggerFactory;
  * partition streams with bounded memory. Owns its executor; closes it when input ends or on {@link #close()}.
  *
  * @param <T> input volumes
- * @param <R> results, one per input volume, in input order
+ * @param <R> results, at most one per input volume, in input order
  */
 public final class BatchRunner<T extends VolumeSource, R> implements Iterator<R>, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(BatchRunner.class);
   private static final long PROGRESS_EVERY_NANOS = 30_000_000_000L;
 
-  /** Turns one output volume into a result; {@code output} is valid only during the call. */
+  /**
+   * Turns one output volume into a result; {@code output} is valid only during the call. Returns
+   * null when the volume yields no result of its own (e.g. all but the last volume of an .npy batch).
+   */
   @FunctionalInterface
   public interface Emitter<T, R> {
     R emit(T item, VolumeShape outShape, ByteBuffer output);
@@ -137,7 +140,10 @@ public final class BatchRunner<T extends VolumeSource, R> implements Iterator<R>
     int ob = (int) outShape.bytes();
     for (int i = 0; i < f.items().size(); i++) {
       ByteBuffer v = out.slice(i * ob, ob).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-      ready.add(emitter.emit(f.items().get(i), outShape, v));
+      R r = emitter.emit(f.items().get(i), outShape, v);
+      if (r != null) {
+        ready.add(r);
+      }
     }
     bytesOut += (long) ob * f.items().size();
     busy[f.slot()] = false;

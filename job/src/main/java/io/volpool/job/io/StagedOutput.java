@@ -83,12 +83,26 @@ public final class StagedOutput {
     }
   }
 
-  /** Deletes the staging directory after a failure; never throws. */
+  /**
+   * Deletes the staging directory after a failure; never throws. Tasks of the failed stage may
+   * still be finishing and writing, so the deletion is retried until the directory stays gone.
+   */
   public void abort() {
-    try {
-      fs.delete(staging, true);
-    } catch (IOException | RuntimeException ignored) {
-      // best effort: the directory is hidden and named as staging
+    for (int attempt = 0; attempt < 20; attempt++) {
+      try {
+        if (!fs.exists(staging)) {
+          Thread.sleep(50);
+          if (!fs.exists(staging)) {
+            return;
+          }
+        }
+        fs.delete(staging, true);
+      } catch (IOException | RuntimeException e) {
+        // try again: a task may be writing into it right now
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
     }
   }
 }

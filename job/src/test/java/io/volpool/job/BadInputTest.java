@@ -1,0 +1,147 @@
+package io.volpool.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.volpool.format.NpyArray;
+import io.volpool.job.config.VolpoolOptions;
+import io.volpool.testing.Golden;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Each bad-input rule fails the job with a message naming the record and the rule, exit code 3,
+ * and leaves no output (nor a staging directory) behind.
+ */
+class BadInputTest {
+  static final StructType BINARY = new StructType()
+      .add("id", DataTypes.StringType)
+      .add("shape", DataTypes.createArrayType(DataTypes.IntegerType))
+      .add("dtype", DataTypes.StringType)
+      .add("data", DataTypes.BinaryType);
+
+  /** Two good reference volumes and one bad row, written as Parquet. */
+  static Path parquetWith(Path dir, Row bad) {
+    byte[] good = SampleData.volume(0, SampleData.SHAPE);
+    List<Object> shape = List.of(3, 16, 32, 32);
+    Dataset<Row> d = SparkTests.spark().createDataFrame(List.of(
+        RowFactory.create("good-1", scala.jdk.javaapi.CollectionConverters.asScala(shape).toSeq(), "float32", good),
+        bad,
+        RowFactory.create("good-2", scala.jdk.javaapi.CollectionConverters.asScala(shape).toSeq(), "float32", good)), BINARY);
+    Path p = dir.resolve("in");
+    d.coalesce(1).write().parquet(p.toString());
+    return p;
+  }
+
+  static Row row(String id, List<Object> shape, String dtype, byte[] data) {
+    return RowFactory.create(id, shape == null ? null : scala.jdk.javaapi.CollectionConverters.asScala(shape).toSeq(),
+        dtype, data);
+  }
+
+  static SparkTests.Result runOn(Path in, String format, Path out) {
+    Map<String, String> conf = JobEndToEndTest.seedConf(in, format, out);
+    return SparkTests.run(conf);
+  }
+
+  static void assertFailsCleanly(SparkTests.Result r, Path tmp, String... fragments) throws Exception {
+    assertThat(r.code()).as("exit code; stderr: " + r.err()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
+    for (String f : fragments) {
+      assertThat(r.err()).contains(f);
+    }
+    assertThat(r.err()).contains("no output was written");
+    try (var s = Files.list(tmp)) {
+      assertThat(s.map(p -> p.getFileName().toString())).as("nothing but the input").containsExactly("in");
+    }
+  }
+
+  @Test
+  void wrongRank(@TempDir Path tmp) throws Exception {
+    Path in = parquetWith(tmp, row("bad-rank", List.of(3, 16, 32), "float32", new byte[3 * 16 * 32 * 4]));
+    assertFailsCleanly(runOn(in, "parquet", tmp.resolve("out")), tmp, "bad record id=bad-rank",
+        "shape must have 4 dimensions [C, D, H, W], got [3, 16, 32]");
+  }
+
+  @Test
+  void wrongDtype(@TempDir Path tmp) throws Exception {
+    Path in = parquetWith(tmp, row("bad-dtype", List.of(3, 16, 32, 32), "float64", new byte[3 * 16 * 32 * 32 * 8]));
+    assertFailsCleanly(runOn(in, "parquet", tmp.resolve("out")), tmp, "bad record id=bad-dtype",
+        "dtype must be 'float32' (or '<f4'), got 'float64'");
+  }
+
+  @Test
+  void dataLengthNotShapeTimesItemSize(@TempDir Path tmp) throws Exception {
+    Path in = parquetWith(tmp, row("short", List.of(3, 16, 32, 32), "float32", new byte[100]));
+    assertFailsCleanly(runOn(in, "parquet", tmp.resolve("out")), tmp, "bad record id=short",
+        "data holds 100 bytes but shape [3, 16, 32, 32] of float32 needs 196608");
+  }
+
+  @Test
+  void nullData(@TempDir Path tmp) throws Exception {
+    Path in = parquetWith(tmp, row("null-data", List.of(3, 16, 32, 32), "float32", null));
+    assertFailsCleanly(runOn(in, "parquet", tmp.resolve("out")), tmp, "bad record id=null-data", "data is null");
+  }
+
+  @Test
+  void shapeThePipelineCannotTake(@TempDir Path tmp) throws Exception {
+    Path in = parquetWith(tmp, row("four-channels", List.of(4, 16, 32, 32), "float32", new byte[4 * 16 * 32 * 32 * 4]));
+    assertFailsCleanly(runOn(in, "parquet", tmp.resolve("out")), tmp, "bad record id=four-channels",
+        "shape [4, 16, 32, 32] cannot go through pipeline fused,avgpool3d",
+        "input has 4 channels but the model's conv_transpose expects 3");
+  }
+
+  @Test
+  void corruptNpy(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    Files.createDirectories(in);
+    Files.copy(Golden.get("pipeline_seed").dir().resolve("input.npy"), in.resolve("ok.npy"));
+    byte[] b = Files.readAllBytes(in.resolve("ok.npy"));
+    Files.write(in.resolve("truncated.npy"), java.util.Arrays.copyOf(b, b.length - 1000));
+    assertFailsCleanly(runOn(in, "npy", tmp.resolve("out")), tmp, "truncated.npy", "not a readable .npy file",
+        "(file truncated or corrupt)");
+  }
+
+  @Test
+  void npyOfWrongRank(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    SparkTests.writeNpy(in.resolve("flat.npy"), NpyArray.of(new long[] {6, 4}, new float[24]));
+    assertFailsCleanly(runOn(in, "npy", tmp.resolve("out")), tmp, "flat.npy",
+        "must hold one volume [C, D, H, W] or a batch [N, C, D, H, W], got shape [6, 4]");
+  }
+
+  @Test
+  void npyOfUnsupportedDtype(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    Files.createDirectories(in);
+    try (var s = BadInputTest.class.getResourceAsStream("/npy/int32.npy")) {
+      Files.write(in.resolve("ints.npy"), s.readAllBytes());
+    }
+    assertFailsCleanly(runOn(in, "npy", tmp.resolve("out")), tmp, "ints.npy", "dtype '<i4' is not supported");
+  }
+
+  @Test
+  void settingsErrorsNameTheKey(@TempDir Path tmp) {
+    SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.toString(), "output", tmp.resolve("o").toString(),
+        "pipeline", "fused,maxpool"));
+    assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    assertThat(r.err()).contains("spark.volpool.pipeline takes a comma list of fused, avgpool3d")
+        .contains("unknown stage 'maxpool'");
+    SparkTests.Result typo = SparkTests.run(SparkTests.conf("input", tmp.toString(), "output", tmp.resolve("o").toString(),
+        "fused.strid", "2"));
+    assertThat(typo.err()).contains("unknown setting spark.volpool.fused.strid");
+    SparkTests.Result noWeights = SparkTests.run(SparkTests.conf("input", tmp.toString(), "output",
+        tmp.resolve("o").toString()));
+    assertThat(noWeights.err()).contains("missing setting " + VolpoolOptions.FUSED_WEIGHTS.key());
+    SparkTests.Result missing = SparkTests.run(SparkTests.conf("input", tmp.resolve("nope").toString(), "output",
+        tmp.resolve("o").toString(), "pipeline", "avgpool3d"));
+    assertThat(missing.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    assertThat(missing.err()).contains("spark.volpool.input=" + tmp.resolve("nope") + ": path not found");
+  }
+}

@@ -1,0 +1,74 @@
+package io.volpool.job;
+
+import io.volpool.format.Npy;
+import io.volpool.format.NpyArray;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.SparkSession;
+
+/** The one local[2] SparkSession the job tests share, and helpers to run the job's main on it. */
+final class SparkTests {
+  private static SparkSession spark;
+
+  private SparkTests() {}
+
+  static synchronized SparkSession spark() {
+    if (spark == null) {
+      spark = SparkSession.builder().master("local[2]").appName("volpool-tests")
+          .config("spark.ui.enabled", "false")
+          .config("spark.sql.shuffle.partitions", "2")
+          .config("spark.driver.host", "127.0.0.1")
+          .getOrCreate();
+    }
+    return spark;
+  }
+
+  /** What a run of {@link VolpoolMain#run} printed and returned. */
+  record Result(int code, String out, String err) {}
+
+  /** Runs the job's main on the shared session with {@code --conf} flags for every entry of {@code conf}. */
+  static Result run(Map<String, String> conf) {
+    spark();
+    List<String> args = new ArrayList<>();
+    conf.forEach((k, v) -> {
+      args.add("--conf");
+      args.add(k + "=" + v);
+    });
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int code = VolpoolMain.run(args.toArray(new String[0]), new PrintStream(out, true, StandardCharsets.UTF_8),
+        new PrintStream(err, true, StandardCharsets.UTF_8));
+    return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+  }
+
+  static Map<String, String> conf(String... kv) {
+    Map<String, String> m = new LinkedHashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put(kv[i].startsWith("spark.") ? kv[i] : "spark.volpool." + kv[i], kv[i + 1]);
+    }
+    if (!m.containsKey("spark.volpool.device")) {
+      m.put("spark.volpool.device", "cpu");
+    }
+    return m;
+  }
+
+  static void writeNpy(Path p, NpyArray a) throws IOException {
+    Files.createDirectories(p.getParent());
+    try (OutputStream os = Files.newOutputStream(p)) {
+      Npy.write(a, os);
+    }
+  }
+
+  static NpyArray readNpy(Path p) throws IOException {
+    return Npy.read(Files.readAllBytes(p), p.toString());
+  }
+}
