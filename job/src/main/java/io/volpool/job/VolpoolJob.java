@@ -79,8 +79,12 @@ public final class VolpoolJob {
   public static RunSummary run(SparkSession spark, JobSettings s) throws IOException {
     long t0 = System.nanoTime();
     Configuration conf = spark.sparkContext().hadoopConfiguration();
-    // check the flushing of Parquet pages and row groups after every row, so huge rows never pile up
+    // Tensor payloads are large and random-looking: check page and row-group sizes after every row
+    // (so 512 MiB rows never pile up in the writer), and keep Parquet from copying whole tensors into
+    // min/max statistics or a dictionary (each would hold another copy of every value in memory).
     conf.setInt("parquet.page.size.row.check.min", 1);
+    conf.setBoolean("parquet.column.statistics.enabled#" + TensorLayout.DATA, false);
+    conf.setBoolean("parquet.enable.dictionary#" + TensorLayout.DATA, false);
     Pipeline pipeline = pipeline(s, conf);
     RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), s.cpuThreads(), s.gpuTasksPerDevice());
     Path inputPath = new Path(s.input());
@@ -138,7 +142,7 @@ public final class VolpoolJob {
         }
         Dataset<Row> result = rows.mapPartitions(new ParquetTensorFunction(spec, layout, metrics),
             Encoders.row(layout.outputSchema()));
-        result.write().parquet(out.staging().toString());
+        result.write().option("compression", s.outputCompression()).parquet(out.staging().toString());
       }
       RunSummary summary = summary(s, out, metrics, pipeline, (System.nanoTime() - t0) / 1e9);
       out.writeText(SUMMARY_FILE, summary.toJson());

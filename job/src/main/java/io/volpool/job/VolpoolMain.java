@@ -144,6 +144,16 @@ public final class VolpoolMain {
         return EXIT_BAD_RECORD;
       }
     }
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      // volpool's own runtime errors (no usable GPU, GPU memory, CUDA calls) carry a complete message
+      StackTraceElement[] st = c.getStackTrace();
+      boolean ours = c.getClass().getName().startsWith("io.volpool.")
+          || (st.length > 0 && st[0].getClassName().startsWith("io.volpool.") && c instanceof IllegalStateException);
+      if (ours && !(c instanceof BadRecordException)) {
+        err.println("volpool: FAILED: " + c.getMessage());
+        return c instanceof SettingsException ? EXIT_SETTINGS : EXIT_FAILED;
+      }
+    }
     String text = String.valueOf(t.getMessage());
     Matcher m = BAD_RECORD.matcher(text);
     if (m.find()) {

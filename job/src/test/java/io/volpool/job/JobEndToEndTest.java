@@ -72,9 +72,10 @@ class JobEndToEndTest {
     assertThat(summary.get("rows_out").asLong()).isEqualTo(2);
     assertThat(summary.get("bytes_in").asLong()).isEqualTo(2L * 3 * 16 * 32 * 32 * 4);
     assertThat(summary.get("bytes_out").asLong()).isEqualTo(2L * 16 * 8 * 16 * 16 * 4);
-    assertThat(summary.get("backend").asText()).startsWith("cpu");
+    assertThat(summary.get("backend").asText()).startsWith(SparkTests.device().equals("gpu") ? "cuda:0" : "cpu");
     assertThat(summary.get("pipeline").asText()).isEqualTo("fused,avgpool3d");
-    assertThat(r.out()).contains("volpool run summary").contains("volumes       2 in, 2 out").contains("backend       cpu");
+    assertThat(r.out()).contains("volpool run summary").contains("volumes       2 in, 2 out")
+        .contains("backend       " + (SparkTests.device().equals("gpu") ? "cuda:0" : "cpu"));
     // nothing left behind: no staging directory beside the output
     try (var s = Files.list(tmp)) {
       assertThat(s.map(p -> p.getFileName().toString())).containsExactly("out");

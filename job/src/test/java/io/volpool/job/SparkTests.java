@@ -21,6 +21,11 @@ final class SparkTests {
 
   private SparkTests() {}
 
+  /** The backend the job tests run on: cpu here and in CI; -Dvolpool.test.device=gpu on the GPU machine. */
+  static String device() {
+    return System.getProperty("volpool.test.device", "cpu");
+  }
+
   static synchronized SparkSession spark() {
     if (spark == null) {
       spark = SparkSession.builder().master("local[2]").appName("volpool-tests")
@@ -56,7 +61,7 @@ final class SparkTests {
       m.put(kv[i].startsWith("spark.") ? kv[i] : "spark.volpool." + kv[i], kv[i + 1]);
     }
     if (!m.containsKey("spark.volpool.device")) {
-      m.put("spark.volpool.device", "cpu");
+      m.put("spark.volpool.device", device());
     }
     return m;
   }

@@ -45,6 +45,7 @@ public final class JobSettings {
     inputFormat();
     outputFormat();
     mode();
+    outputCompression();
     device();
     stageNames();
     if (stageNames().contains("fused")) {
@@ -122,6 +123,12 @@ public final class JobSettings {
 
   public String outputFormat() {
     return raw(VolpoolOptions.OUTPUT_FORMAT) == null ? inputFormat() : oneOf(VolpoolOptions.OUTPUT_FORMAT, "parquet", "npy");
+  }
+
+  /** The Parquet codec name Spark takes ({@code none} becomes {@code uncompressed}). */
+  public String outputCompression() {
+    String c = oneOf(VolpoolOptions.OUTPUT_COMPRESSION, "none", "snappy", "zstd", "gzip", "lz4");
+    return c.equals("none") ? "uncompressed" : c;
   }
 
   public String tensorColumn() {

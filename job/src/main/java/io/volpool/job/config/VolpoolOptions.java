@@ -24,6 +24,9 @@ public final class VolpoolOptions {
       "Output directory. Required.");
   public static final ConfKey OUTPUT_FORMAT = new ConfKey(PREFIX + "output.format", null,
       "`parquet` or `npy`; unset: the input format. `npy` output needs `npy` input (one output file per input file).");
+  public static final ConfKey OUTPUT_COMPRESSION = new ConfKey(PREFIX + "output.compression", "none",
+      "Parquet output codec: `none`, `snappy`, `zstd`, `gzip` or `lz4`. Random-looking floats barely compress, and a"
+          + " codec holds a whole tensor page (512 MiB for a large volume) several times in memory.");
   public static final ConfKey MODE = new ConfKey(PREFIX + "mode", "errorifexists",
       "`errorifexists` (fail if the output exists) or `overwrite` (replace it).");
   public static final ConfKey PIPELINE = new ConfKey(PREFIX + "pipeline", "fused,avgpool3d",
@@ -58,7 +61,7 @@ public final class VolpoolOptions {
       "Tasks that may use one GPU at once (others wait); GPU memory for batches is split between them.");
 
   public static final List<ConfKey> ALL = List.of(INPUT, INPUT_FORMAT, INPUT_TENSOR_COLUMN, INPUT_TENSOR_SHAPE, OUTPUT,
-      OUTPUT_FORMAT, MODE, PIPELINE, FUSED_WEIGHTS, FUSED_STRIDE, FUSED_PADDING, FUSED_OUTPUT_PADDING, FUSED_POOL_KERNEL,
+      OUTPUT_FORMAT, OUTPUT_COMPRESSION, MODE, PIPELINE, FUSED_WEIGHTS, FUSED_STRIDE, FUSED_PADDING, FUSED_OUTPUT_PADDING, FUSED_POOL_KERNEL,
       AVGPOOL_KERNEL, AVGPOOL_STRIDE, AVGPOOL_PADDING, AVGPOOL_CEIL, AVGPOOL_COUNT_PAD, DEVICE, BATCH_SIZE, CPU_THREADS,
       GPU_TASKS_PER_DEVICE);
 

@@ -1,0 +1,72 @@
+package io.volpool.job.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The README documents exactly the declared settings, and its first lines give the two commands. */
+class SettingsDocTest {
+  static String readme() throws Exception {
+    Path p = Files.exists(Paths.get("README.md")) ? Paths.get("README.md") : Paths.get("../README.md");
+    return Files.readString(p);
+  }
+
+  @Test
+  void readmeHasTheSettingsTable() throws Exception {
+    assertThat(readme()).as("README.md settings table; regenerate with scripts/volpool --settings-table")
+        .contains(VolpoolOptions.markdownTable());
+  }
+
+  @Test
+  void readmeStartsWithTheTwoCommands() throws Exception {
+    List<String> lines = readme().lines().limit(5).toList();
+    assertThat(lines).anyMatch(l -> l.trim().startsWith("scripts/demo"));
+    assertThat(lines).anyMatch(l -> l.trim().startsWith("mvn -B verify"));
+    String ci = Files.readString(Files.exists(Paths.get(".ci/run")) ? Paths.get(".ci/run") : Paths.get("../.ci/run"));
+    assertThat(ci).as(".ci/run calls the README's test command").contains("mvn -B verify");
+  }
+
+  @Test
+  void defaultsAreValidAndTyped() {
+    JobSettings s = new JobSettings(Map.of("spark.volpool.input", "in", "spark.volpool.output", "out",
+        "spark.volpool.pipeline", "avgpool3d"));
+    assertThat(s.device()).isEqualTo("auto");
+    assertThat(s.outputFormat()).isEqualTo("parquet");
+    assertThat(s.avgPool().kernel()).isEqualTo(3);
+    assertThat(s.batchSize()).isZero();
+    assertThat(s.overwrite()).isFalse();
+    assertThat(s.effective()).containsEntry("spark.volpool.pipeline", "avgpool3d").containsEntry("spark.volpool.device", "auto");
+  }
+
+  @Test
+  void invalidValuesNameKeyRuleAndValue() {
+    Map<String, String> base = Map.of("spark.volpool.input", "in", "spark.volpool.output", "out", "spark.volpool.pipeline",
+        "avgpool3d");
+    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.device", "tpu")))
+        .hasMessage("spark.volpool.device must be one of auto, cpu, gpu, got 'tpu'");
+    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.batchSize", "-1")))
+        .hasMessage("spark.volpool.batchSize must be at least 0, got -1");
+    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.avgpool3d.ceilMode", "yes")))
+        .hasMessage("spark.volpool.avgpool3d.ceilMode must be true or false, got 'yes'");
+    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.avgpool3d.padding", "2")))
+        .hasMessageContaining("padding should be at most half of kernel_size");
+    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.output.format", "npy")))
+        .hasMessageContaining("spark.volpool.output.format=npy needs spark.volpool.input.format=npy");
+    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.input.tensorShape", "3,16,32")))
+        .hasMessageContaining("must be four positive integers C,D,H,W, got '3,16,32'");
+    assertThatThrownBy(() -> new JobSettings(Map.of("spark.volpool.output", "out")))
+        .hasMessageStartingWith("missing required setting spark.volpool.input");
+  }
+
+  static Map<String, String> with(Map<String, String> m, String k, String v) {
+    java.util.HashMap<String, String> c = new java.util.HashMap<>(m);
+    c.put(k, v);
+    return c;
+  }
+}
