@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (see docs/gpu-testing.md), after the staged parts are unpacked into
-# /tmp/stage: the GPU tests through JUnit's console launcher, then the GPU and CPU benchmarks and
-# PyTorch's anchors in the same call. Logs and JSON go to $OUT. Usage: scripts/device-gpu-run.sh [tests|bench|all]
+# /tmp/stage. Modes: tests (udf GPU tests), jobtests (the job's tests with device=gpu), bench (GPU
+# and CPU benchmarks beside PyTorch's anchors), e2e (the whole job on 8192 sample volumes, GPU and
+# CPU), profile (Nsight Compute on the fast kernels), all (tests + bench). Logs go to $OUT.
 set -uo pipefail
 what=${1:-all}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 J=/tmp/stage/jre/bin/java
 LIB=/tmp/stage/lib
 GOLDEN=${GOLDEN:-.stage/golden}
+OPENS="-Djdk.reflect.useDirectMethodHandle=false"
+for p in java.lang java.lang.invoke java.lang.reflect java.io java.net java.nio java.util java.util.concurrent \
+         java.util.concurrent.atomic jdk.internal.ref sun.nio.ch sun.nio.cs sun.security.action sun.util.calendar; do
+  OPENS="$OPENS --add-opens=java.base/$p=ALL-UNNAMED"
+done
+CPALL="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; nproc; date -u; } | tee "$OUT/machine.txt"
 if [ "$what" = tests ] || [ "$what" = all ]; then
   "$J" -Xmx8g -Dvolpool.golden="$GOLDEN" -jar "$LIB"/junit-platform-console-standalone-*.jar execute \
@@ -15,9 +22,29 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
     --scan-class-path "$(ls "$LIB"/volpool-udf-*-tests.jar)" --details=summary --disable-banner \
     --reports-dir "${JUNIT_REPORTS:-/tmp/junit}" 2>&1 | tee "$OUT/gpu-tests.log" | grep -vE '^\s+at ' | tail -60
 fi
+if [ "$what" = jobtests ]; then
+  "$J" -Xmx24g $OPENS -Dvolpool.golden="$GOLDEN" -Dvolpool.test.device=gpu -jar "$LIB"/junit-platform-console-standalone-*.jar \
+    execute --class-path "$CPALL" --scan-class-path "$(ls "$LIB"/volpool-job-*-tests.jar)" --details=summary \
+    --disable-banner --reports-dir "${JUNIT_REPORTS:-/tmp/junit-job}" 2>&1 | tee "$OUT/gpu-job-tests.log" | grep -vE '^\s+at ' | tail -40
+fi
+if [ "$what" = e2e ]; then
+  "$J" -Xmx16g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.SampleData /tmp/vols 8192 16 2>&1 | tail -2
+  for run in gpu:fused,avgpool3d cpu:fused,avgpool3d gpu:identity; do
+    dev=${run%%:*}; pipe=${run#*:}
+    "$J" -Xmx48g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.VolpoolMain \
+      --master 'local[16]' --conf spark.volpool.input=/tmp/vols --conf spark.volpool.output=/tmp/out-$dev \
+      --conf spark.volpool.device=$dev --conf spark.volpool.pipeline=$pipe --conf spark.volpool.mode=overwrite \
+      --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors --conf spark.ui.enabled=false \
+      --conf spark.sql.files.maxPartitionBytes=134217728 2>&1 | tee -a "$OUT/e2e.log" | grep -E "summary|backend|pipeline  |volumes  |wall|throughput|FAILED|WARN"
+  done
+fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   CP="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
   "$J" -Xmx24g -cp "$CP" io.volpool.bench.GpuBench conf/models/fused_seed.safetensors --json "$OUT/gpu-bench.json" 2>&1 | tee "$OUT/gpu-bench.log"
+  for v in ${VARIANTS:-}; do  # kernel variants under .stage/variants, fused and pipeline only
+    echo "== variant $v"; "$J" -Xmx8g -Dvolpool.fatbin=".stage/variants/$v.fatbin" -cp "$CP" io.volpool.bench.GpuBench \
+      conf/models/fused_seed.safetensors --only fused,pipeline 2>&1 | grep -E "_ms|check" | tee -a "$OUT/gpu-bench.log"
+  done
   [ -n "${SKIP_TORCH:-}" ] || "$J" -Xmx8g -cp "$CP" io.volpool.bench.CpuBench conf/models/fused_seed.safetensors 1,16 2>&1 | tee "$OUT/cpu-bench.log"
   [ -n "${SKIP_TORCH:-}" ] || PYTHONUNBUFFERED=1 python3 .stage/torch_anchors.py --json "$OUT/torch-anchors.json" 2>&1 | tee "$OUT/torch-anchors.log"
 fi

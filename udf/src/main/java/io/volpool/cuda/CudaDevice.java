@@ -63,7 +63,19 @@ final class CudaDevice implements AutoCloseable {
     this.permits = new Semaphore(Math.max(1, tasksPerDevice), true);
   }
 
+  /**
+   * The kernel image: the fatbin in the jar, or the file named by the system property
+   * {@code volpool.fatbin} (kernel development: compare a variant without rebuilding the jar).
+   */
   private static byte[] loadImage() {
+    String override = System.getProperty("volpool.fatbin");
+    if (override != null) {
+      try {
+        return java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(override));
+      } catch (IOException e) {
+        throw new UncheckedIOException("reading kernel image " + override + " (-Dvolpool.fatbin)", e);
+      }
+    }
     try (InputStream in = CudaDevice.class.getResourceAsStream(FATBIN)) {
       if (in == null) {
         throw new IllegalStateException("kernel image " + FATBIN + " is missing from the classpath; rebuild with"
