@@ -27,8 +27,11 @@ public final class CudaBackend implements Backend {
   private static final Logger LOG = LoggerFactory.getLogger(CudaBackend.class);
   /** The oldest driver API version whose driver runs our kernels (built by nvcc 13). */
   public static final int MIN_DRIVER_VERSION = 13000;
-  /** Bytes of pinned host memory one slot may take when the batch size is chosen automatically. */
-  static final long AUTO_PINNED_PER_SLOT = 512L << 20;
+  /**
+   * Bytes of pinned host memory one slot may take when the batch size is chosen automatically:
+   * small enough that a partition spans several batches, so decoding, copies and kernels overlap.
+   */
+  static final long AUTO_PINNED_PER_SLOT = 64L << 20;
   /** Share of the free device memory that automatic batching uses (the rest is headroom). */
   static final double AUTO_DEVICE_SHARE = 0.6;
 

@@ -153,6 +153,8 @@ public final class KernelRunner implements AutoCloseable {
       grid = ceil(out.w(), 32) * ceil(out.h(), 16);
       gy = out.d();
       gz = n;
+      smem = KernelPlan.FusedTaps2.smemBytes(f.step());
+      allowSmem(s, smem);
     } else if (s instanceof KernelPlan.PipelineTaps2 p) {
       VolumeShape fusedOut = p.stencil().output();
       AvgPool3dSpec a = p.pool();
@@ -166,12 +168,7 @@ public final class KernelRunner implements AutoCloseable {
       gy = out.d();
       gz = n;
       smem = KernelPlan.PipelineTaps2.smemBytes(a, out.w());
-      if (smem > 48 * 1024) {
-        // above 48 KiB a kernel must opt in to more dynamic shared memory
-        Cuda.check(cuFuncSetAttribute(device.function(s.kernel()),
-            CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
-            "cuFuncSetAttribute(" + s.kernel() + ", max dynamic shared memory " + smem + ")");
-      }
+      allowSmem(s, smem);
     } else if (s instanceof KernelPlan.AvgK3S2P1 a) {
       long nc = (long) n * in.c();
       params = Pointer.to(Pointer.to(src), Pointer.to(dst), Pointer.to(new long[] {nc}), i(in.d()), i(in.h()),
@@ -202,6 +199,15 @@ public final class KernelRunner implements AutoCloseable {
     System.arraycopy(w, 0, p, 0, per);
     System.arraycopy(c, 0, p, per, c.length);
     return p;
+  }
+
+  /** Above 48 KiB a kernel must opt in to more dynamic shared memory. */
+  private void allowSmem(KernelPlan.Step s, int bytes) {
+    if (bytes > 48 * 1024) {
+      Cuda.check(cuFuncSetAttribute(device.function(s.kernel()),
+          CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+          "cuFuncSetAttribute(" + s.kernel() + ", max dynamic shared memory " + bytes + ")");
+    }
   }
 
   private static int ceil(int a, int b) {

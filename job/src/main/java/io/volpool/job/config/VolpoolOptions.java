@@ -57,8 +57,9 @@ public final class VolpoolOptions {
       "Volumes per backend call; 0 chooses from the volume size (and free GPU memory).");
   public static final ConfKey CPU_THREADS = new ConfKey(PREFIX + "cpu.threads", "0",
       "Threads of the CPU backend's shared pool per executor JVM; 0 = all cores.");
-  public static final ConfKey GPU_TASKS_PER_DEVICE = new ConfKey(PREFIX + "gpu.tasksPerDevice", "2",
-      "Tasks that may use one GPU at once (others wait); GPU memory for batches is split between them.");
+  public static final ConfKey GPU_TASKS_PER_DEVICE = new ConfKey(PREFIX + "gpu.tasksPerDevice", "8",
+      "Tasks that may hold one GPU at once (others wait); free GPU memory for batches is split between them."
+          + " A task holds the GPU for its whole partition, reading included: match the executor's task slots.");
 
   public static final List<ConfKey> ALL = List.of(INPUT, INPUT_FORMAT, INPUT_TENSOR_COLUMN, INPUT_TENSOR_SHAPE, OUTPUT,
       OUTPUT_FORMAT, OUTPUT_COMPRESSION, MODE, PIPELINE, FUSED_WEIGHTS, FUSED_STRIDE, FUSED_PADDING, FUSED_OUTPUT_PADDING, FUSED_POOL_KERNEL,
