@@ -66,60 +66,41 @@ struct TapWeights {
   float c[COUT];
 };
 
-// A block computes 32 output columns x 16 output rows of one output plane, all COUT channels. It
-// first stages the input region those outputs read (CIN x 2 planes x R x C, R = 15*stepH + 2,
-// C = 31*stepW + 2) in shared memory with coalesced loads: the kernel was bound by L2 traffic when
-// every thread gathered its 24 inputs through L1. Each thread then computes two adjacent columns,
-// sharing every weight (the compiler feeds weights to FFMA through one ULDC each).
+// One thread computes two adjacent output columns, all COUT channels. The weights reach FFMA as
+// uniform registers (one ULDC each), so sharing every loaded weight between two outputs halves the
+// instructions per output; the kernel was issue-bound at one output per thread.
 extern "C" __global__ void __launch_bounds__(256) fused_taps2_c3_c16(const float* __restrict__ x,
     float* __restrict__ y, int n, int D, int H, int W, int OD, int OH, int OW, int baseD, int stepD, int baseH,
     int stepH, int baseW, int stepW, const TapWeights<3, 16> p) {
   constexpr int CIN = 3, COUT = 16;
-  extern __shared__ float tile[];
+  // block (16, 16): 32 output columns (2 per thread) x 16 output rows of one output plane; grid (tiles, OD, n)
   const int tilesW = (OW + 31) >> 5;
-  const int ow0 = (blockIdx.x % tilesW) * 32, oh0 = (blockIdx.x / tilesW) * 16;
+  const int ow = (blockIdx.x % tilesW) * 32 + threadIdx.x * 2;
+  const int oh = (blockIdx.x / tilesW) * 16 + threadIdx.y;
   const int od = blockIdx.y;
   const i64 b = blockIdx.z;
-  const int R = 15 * stepH + 2, C = 31 * stepW + 2;
-  const int id = baseD + od * stepD, ih0 = baseH + oh0 * stepH, iw0 = baseW + ow0 * stepW;
-  const i64 plane = (i64)D * H * W;
-  for (int ci = 0; ci < CIN; ci++) {
-    const float* xc = x + (b * CIN + ci) * plane;
-    for (int pl = 0; pl < 2; pl++) {
-      const int gd = id + pl;
-      for (int r = threadIdx.y; r < R; r += 16) {
-        const int gh = ih0 + r;
-        const bool ok = gd < D && gh < H;  // inputs a valid output reads are always inside
-        const float* xr = xc + ((i64)(ok ? gd : 0) * H + (ok ? gh : 0)) * W;
-        float* tr = tile + ((ci * 2 + pl) * R + r) * C;
-        for (int c = threadIdx.x; c < C; c += 16) {
-          const int gw = iw0 + c;
-          tr[c] = (ok && gw < W) ? __ldg(xr + gw) : 0.f;
-        }
-      }
-    }
-  }
-  __syncthreads();
-  const int ow = ow0 + threadIdx.x * 2, oh = oh0 + threadIdx.y;
   if (ow >= OW || oh >= OH) return;
   const bool two = ow + 1 < OW;
-  const int tr0 = threadIdx.y * stepH, tc0 = threadIdx.x * 2 * stepW;
+  const i64 plane = (i64)D * H * W;
+  const i64 oplane = (i64)OD * OH * OW;
+  const int id = baseD + od * stepD, ih = baseH + oh * stepH, iw = baseW + ow * stepW;
+  const int iw1 = two ? stepW : 0;  // second column's input offset (re-reads the first when absent)
   float v0[CIN][8], v1[CIN][8];
 #pragma unroll
   for (int ci = 0; ci < CIN; ci++) {
+    const float* xc = x + (b * CIN + ci) * plane + ((i64)id * H + ih) * W + iw;
 #pragma unroll
     for (int a = 0; a < 2; a++) {
 #pragma unroll
       for (int bb = 0; bb < 2; bb++) {
-        const float* r = tile + ((ci * 2 + a) * R + tr0 + bb) * C + tc0;
-        v0[ci][(a * 2 + bb) * 2 + 0] = r[0];
-        v0[ci][(a * 2 + bb) * 2 + 1] = r[1];
-        v1[ci][(a * 2 + bb) * 2 + 0] = r[stepW];
-        v1[ci][(a * 2 + bb) * 2 + 1] = r[stepW + 1];
+        const float* r = xc + ((i64)a * H + bb) * W;
+        v0[ci][(a * 2 + bb) * 2 + 0] = __ldg(r);
+        v0[ci][(a * 2 + bb) * 2 + 1] = __ldg(r + 1);
+        v1[ci][(a * 2 + bb) * 2 + 0] = __ldg(r + iw1);
+        v1[ci][(a * 2 + bb) * 2 + 1] = __ldg(r + iw1 + 1);
       }
     }
   }
-  const i64 oplane = (i64)OD * OH * OW;
   float* yo = y + b * COUT * oplane + ((i64)od * OH + oh) * OW + ow;
 #pragma unroll
   for (int co = 0; co < COUT; co++) {
@@ -301,7 +282,7 @@ __device__ __forceinline__ void boxSums(const float* __restrict__ tc, int td, in
 // R = (TH-1)*s + k + 1, C = (TW-1)*s + k + 1), in shared memory with asynchronous copies (zero
 // outside the input), then each thread box-sums its windows out of shared memory. As in
 // fused_taps2, the body lives in the __global__ function so weights are constant-bank operands.
-extern "C" __global__ void __launch_bounds__(256, 3) pipeline_taps2_c3_c16(const float* __restrict__ x,
+extern "C" __global__ void __launch_bounds__(256) pipeline_taps2_c3_c16(const float* __restrict__ x,
     float* __restrict__ y, int n, int D, int H, int W, int FD, int FH, int FW, int PD, int PH, int PW, int baseD,
     int baseH, int baseW, int k, int s, int pad, int ceilMode, int countIncludePad, const TapWeights<3, 16> p) {
   constexpr int CIN = 3, COUT = 16;

@@ -44,11 +44,6 @@ public final class KernelPlan {
     public String kernel() {
       return "fused_taps2_c3_c16";
     }
-
-    /** Shared memory a block stages: 3 channels x 2 planes x (15*stepH + 2) x (31*stepW + 2) floats. */
-    public static int smemBytes(int[] step) {
-      return FAST_CIN * 2 * (15 * step[1] + 2) * (31 * step[2] + 2) * Float.BYTES;
-    }
   }
 
   /** avgpool3d, any parameters. */
@@ -125,7 +120,7 @@ public final class KernelPlan {
         FusedStencil stencil = FusedStencil.of(f, s);
         int[][] linear = taps2(stencil);
         VolumeShape fusedOut = shapes.get(i + 1);
-        if (linear != null && (fusedOut.d() > MAX_GRID_YZ || FusedTaps2.smemBytes(linear[1]) > SMEM_LIMIT)) {
+        if (linear != null && fusedOut.d() > MAX_GRID_YZ) {
           linear = null;
         }
         if (fuseStages && linear != null && i + 1 < stages.size() && stages.get(i + 1) instanceof AvgPool3dSpec pool

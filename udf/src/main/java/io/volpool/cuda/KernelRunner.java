@@ -153,8 +153,6 @@ public final class KernelRunner implements AutoCloseable {
       grid = ceil(out.w(), 32) * ceil(out.h(), 16);
       gy = out.d();
       gz = n;
-      smem = KernelPlan.FusedTaps2.smemBytes(f.step());
-      allowSmem(s, smem);
     } else if (s instanceof KernelPlan.PipelineTaps2 p) {
       VolumeShape fusedOut = p.stencil().output();
       AvgPool3dSpec a = p.pool();
