@@ -236,83 +236,58 @@ extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1(const float* __
 // above, with step 1), so pooling commutes with the stencil: each final output is
 //   (sum_ci sum_{a,b,c} Weff[ci][a][b][c][co] * Y_abc(ci) + count * const[co]) / divisor
 // where Y_abc is the box sum of the input over the pooled window shifted by the tap offsets.
-// Y[(a*2+b)*2+c] = sum of the staged input over the pooled window (nd x nh x nw fused positions)
-// shifted by tap offsets (a, b, c). FULL: every window length is 3, so no masks.
-template <bool FULL>
-__device__ __forceinline__ void boxSums(const float* __restrict__ tc, int td, int th, int tw, int R, int C, int nd,
-    int nh, int nw, float Y[8]) {
-  float sw[4][4][2];
-#pragma unroll
-  for (int r = 0; r < 4; r++) {
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-      float e4[4];
-      const bool rowOk = FULL || (r <= nd && q <= nh);
-      const float* row = tc + ((td + (rowOk ? r : 0)) * R + th + (rowOk ? q : 0)) * C + tw;
-#pragma unroll
-      for (int e = 0; e < 4; e++) e4[e] = (FULL || (rowOk && e <= nw)) ? row[e] : 0.f;
-      if (FULL) {
-        const float mid = e4[1] + e4[2];
-        sw[r][q][0] = e4[0] + mid;
-        sw[r][q][1] = mid + e4[3];
-      } else {
-        sw[r][q][0] = e4[0] + (nw > 1 ? e4[1] : 0.f) + (nw > 2 ? e4[2] : 0.f);
-        sw[r][q][1] = e4[1] + (nw > 1 ? e4[2] : 0.f) + (nw > 2 ? e4[3] : 0.f);
-      }
-    }
-  }
-#pragma unroll
-  for (int bb = 0; bb < 2; bb++)
-#pragma unroll
-    for (int c = 0; c < 2; c++) {
-      float sh[4];
-#pragma unroll
-      for (int r = 0; r < 4; r++)
-        sh[r] = FULL ? sw[r][bb][c] + sw[r][bb + 1][c] + sw[r][bb + 2][c]
-                     : sw[r][bb][c] + (nh > 1 ? sw[r][bb + 1][c] : 0.f) + (nh > 2 ? sw[r][bb + 2][c] : 0.f);
-#pragma unroll
-      for (int a = 0; a < 2; a++)
-        Y[(a * 2 + bb) * 2 + c] = FULL ? sh[a] + sh[a + 1] + sh[a + 2]
-                                        : sh[a] + (nd > 1 ? sh[a + 1] : 0.f) + (nd > 2 ? sh[a + 2] : 0.f);
-    }
-}
+// A block computes a tile of TW x TH final outputs (blockDim) in two consecutive final planes pd0,
+// pd0+1 of one volume; each thread computes the same (ph, pw) in both planes, sharing every weight
+// (one ULDC each) between two outputs. The block first stages, for every channel, the NP = s + k + 1
+// input planes, R = (TH-1)*s + k + 1 rows and C columns (a multiple of 4, the origin aligned down to
+// 16 bytes) those outputs read, with 16-byte asynchronous copies that zero-fill outside the input.
+// Windows clipped at the borders are handled with 0/1 masks rather than branches, so the warps
+// never diverge. Needs W % 4 == 0 (16-byte aligned rows) and R*C/4 <= 4 * threads.
+constexpr int PIPE_SLOTS = 4;
+constexpr int PIPE_MAX_PLANES = 7;
 
-// A block computes a tile of TW x TH final outputs (blockDim) of one final plane pd of one volume.
-// It stages the input region the tile reads, for every channel (CIN x 4 planes x R rows x C columns,
-// R = (TH-1)*s + k + 1, C = (TW-1)*s + k + 1), in shared memory with asynchronous copies (zero
-// outside the input), then each thread box-sums its windows out of shared memory. As in
-// fused_taps2, the body lives in the __global__ function so weights are constant-bank operands.
-extern "C" __global__ void __launch_bounds__(256) pipeline_taps2_c3_c16(const float* __restrict__ x,
+extern "C" __global__ void __launch_bounds__(256, 2) pipeline_taps2_c3_c16(const float* __restrict__ x,
     float* __restrict__ y, int n, int D, int H, int W, int FD, int FH, int FW, int PD, int PH, int PW, int baseD,
     int baseH, int baseW, int k, int s, int pad, int ceilMode, int countIncludePad, const TapWeights<3, 16> p) {
   constexpr int CIN = 3, COUT = 16;
-  extern __shared__ float tile[];
+  extern __shared__ float4 smem4[];
+  float* tile = reinterpret_cast<float*>(smem4);
   (void)ceilMode;
-  const int TW = blockDim.x, TH = blockDim.y;
-  const int R = (TH - 1) * s + k + 1, C = (TW - 1) * s + k + 1;
+  const int TW = blockDim.x, TH = blockDim.y, nthreads = TW * TH, tid = threadIdx.y * TW + threadIdx.x;
+  const int NP = s + k + 1, R = (TH - 1) * s + k + 1;
   const int tilesW = (PW + TW - 1) / TW;
   const int tw0 = (blockIdx.x % tilesW) * TW, th0 = (blockIdx.x / tilesW) * TH;
-  const int pd = blockIdx.y;
+  const int pd0 = blockIdx.y * 2;
   const i64 b = blockIdx.z;
-  const int pw = tw0 + threadIdx.x, ph = th0 + threadIdx.y;
-  const bool active = pw < PW && ph < PH;
-  // fused-coordinate origin of the tile, and the input origin it maps to (tap 0)
-  const int fd0 = pd * s - pad, fh0 = th0 * s - pad, fw0 = tw0 * s - pad;
-  const int oD = baseD + fd0, oH = baseH + fh0, oW = baseW + fw0;
-  const i64 plane = (i64)D * H * W;
+  const int fd0 = pd0 * s - pad, fh0 = th0 * s - pad, fw0 = tw0 * s - pad;
+  const int oD = baseD + fd0, oH = baseH + fh0, oWn = baseW + fw0;
+  const int oW = oWn >= 0 ? (oWn & ~3) : -((3 - oWn) & ~3);  // aligned down to a multiple of 4
+  const int shift = oWn - oW;
+  const int CH = ((TW - 1) * s + k + 1 + shift + 3) >> 2, C = CH * 4;
+  // this thread's staging slots: (row, 16-byte chunk) pairs of one staged plane
+  int soff[PIPE_SLOTS], sdst[PIPE_SLOTS], sbytes[PIPE_SLOTS];
+#pragma unroll
+  for (int j = 0; j < PIPE_SLOTS; j++) {
+    const int idx = tid + j * nthreads;
+    const int r = idx / CH, c = idx - r * CH;
+    const int gh = oH + r, gw = oW + 4 * c;
+    const bool ok = r < R && gh >= 0 && gh < H && gw >= 0 && gw < W;
+    sbytes[j] = ok ? min(16, (W - gw) * 4) : 0;
+    soff[j] = ok ? gh * W + gw : 0;
+    sdst[j] = r < R ? r * C + 4 * c : -1;
+  }
+  const i64 plane = (i64)H * W;
   for (int ci = 0; ci < CIN; ci++) {
-    const float* xc = x + (b * CIN + ci) * plane;
-    for (int pl = 0; pl < 4; pl++) {
+    for (int pl = 0; pl < NP; pl++) {
       const int gd = oD + pl;
-      for (int r = threadIdx.y; r < R; r += TH) {
-        const int gh = oH + r;
-        const bool ok = gd >= 0 && gd < D && gh >= 0 && gh < H;
-        const float* xr = xc + ((i64)(ok ? gd : 0) * H + (ok ? gh : 0)) * W;
-        float* tr = tile + ((ci * 4 + pl) * R + r) * C;
-        for (int c = threadIdx.x; c < C; c += TW) {
-          const int gw = oW + c;
-          const bool in = ok && gw >= 0 && gw < W;
-          __pipeline_memcpy_async(tr + c, in ? xr + gw : x, 4, in ? 0 : 4);
+      const bool dOk = gd >= 0 && gd < D;
+      const float* src = x + ((b * CIN + ci) * D + (dOk ? gd : 0)) * plane;
+      float* dst = tile + (ci * NP + pl) * R * C;
+#pragma unroll
+      for (int j = 0; j < PIPE_SLOTS; j++) {
+        if (sdst[j] >= 0) {
+          const int bytes = dOk ? sbytes[j] : 0;
+          __pipeline_memcpy_async(dst + sdst[j], bytes ? src + soff[j] : x, 16, 16 - bytes);
         }
       }
     }
@@ -320,36 +295,102 @@ extern "C" __global__ void __launch_bounds__(256) pipeline_taps2_c3_c16(const fl
   __pipeline_commit();
   __pipeline_wait_prior(0);
   __syncthreads();
-  if (!active) return;
-  // this thread's pooled window over the fused output, PyTorch's rules
-  int d0 = pd * s - pad, h0 = ph * s - pad, w0 = pw * s - pad;
-  int d1 = min(d0 + k, FD + pad), h1 = min(h0 + k, FH + pad), w1 = min(w0 + k, FW + pad);
-  const int poolSize = (d1 - d0) * (h1 - h0) * (w1 - w0);
-  d0 = max(d0, 0); h0 = max(h0, 0); w0 = max(w0, 0);
-  d1 = min(d1, FD); h1 = min(h1, FH); w1 = min(w1, FW);
-  const int nd = d1 - d0, nh = h1 - h0, nw = w1 - w0;  // each 1..3
-  const int cnt = nd * nh * nw;
-  const float inv = 1.f / (float)(countIncludePad ? poolSize : cnt);
-  const int td = d0 - fd0, th = h0 - fh0, tw = w0 - fw0;  // window start inside the tile
-  float acc[COUT];
+  const int pw = tw0 + threadIdx.x, ph = th0 + threadIdx.y;
+  if (pw >= PW || ph >= PH) return;
+  const bool two = pd0 + 1 < PD;
+  // pooled windows over the fused output, PyTorch's rules; h and w are shared by both points
+  int h0 = ph * s - pad, w0 = pw * s - pad;
+  int h1 = min(h0 + k, FH + pad), w1 = min(w0 + k, FW + pad);
+  const int hw = (h1 - h0) * (w1 - w0);
+  h0 = max(h0, 0); w0 = max(w0, 0); h1 = min(h1, FH); w1 = min(w1, FW);
+  const int nh = h1 - h0, nw = w1 - w0;
+  const int th = h0 - fh0, tw = w0 - fw0 + shift;  // window start in the tile
+  int dstart[2], nd[2];
+  float inv[2], cnt[2];
 #pragma unroll
-  for (int co = 0; co < COUT; co++) acc[co] = (float)cnt * p.c[co];
-  const bool full = nd == 3 && nh == 3 && nw == 3;  // most windows: no clipping, no masks
+  for (int i = 0; i < 2; i++) {
+    int d0 = (pd0 + i) * s - pad;
+    int d1 = min(d0 + k, FD + pad);
+    const int poolSize = (d1 - d0) * hw;
+    d0 = max(d0, 0);
+    d1 = min(d1, FD);
+    nd[i] = max(d1 - d0, 0);
+    dstart[i] = d0 - fd0;
+    cnt[i] = (float)(nd[i] * nh * nw);
+    inv[i] = 1.f / (float)(countIncludePad ? poolSize : max(nd[i] * nh * nw, 1));
+  }
+  float mh[2][4], mw[2][4];
+  int rowOff[4], colOff[4];
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+#pragma unroll
+    for (int a = 0; a < 2; a++) {
+      mh[a][j] = (j >= a && j < a + nh) ? 1.f : 0.f;
+      mw[a][j] = (j >= a && j < a + nw) ? 1.f : 0.f;
+    }
+    rowOff[j] = min(th + j, R - 1) * C;  // clamped inside the tile: masked cells are finite, times zero
+    colOff[j] = min(tw + j, C - 1);
+  }
+  float acc0[COUT], acc1[COUT];
+#pragma unroll
+  for (int co = 0; co < COUT; co++) {
+    acc0[co] = cnt[0] * p.c[co];
+    acc1[co] = cnt[1] * p.c[co];
+  }
 #pragma unroll
   for (int ci = 0; ci < CIN; ci++) {
-    float Y[8];
-    if (full) {
-      boxSums<true>(tile + ci * 4 * R * C, td, th, tw, R, C, 3, 3, 3, Y);
-    } else {
-      boxSums<false>(tile + ci * 4 * R * C, td, th, tw, R, C, nd, nh, nw, Y);
+    float Y0[8], Y1[8];
+#pragma unroll
+    for (int t = 0; t < 8; t++) { Y0[t] = 0.f; Y1[t] = 0.f; }
+#pragma unroll
+    for (int pl = 0; pl < PIPE_MAX_PLANES; pl++) {
+      if (pl >= NP) break;
+      const float* tp = tile + (ci * NP + pl) * R * C;
+      float sh[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const float* row = tp + rowOff[j];
+        float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const float v = row[colOff[e]];
+          s0 = fmaf(v, mw[0][e], s0);
+          s1 = fmaf(v, mw[1][e], s1);
+        }
+#pragma unroll
+        for (int bb = 0; bb < 2; bb++) {
+          sh[bb][0] = fmaf(s0, mh[bb][j], sh[bb][0]);
+          sh[bb][1] = fmaf(s1, mh[bb][j], sh[bb][1]);
+        }
+      }
+      // plane pl is tap a of point i when dstart[i] + a <= pl < dstart[i] + a + nd[i]
+#pragma unroll
+      for (int a = 0; a < 2; a++) {
+        const float m0 = (pl >= dstart[0] + a && pl < dstart[0] + a + nd[0]) ? 1.f : 0.f;
+        const float m1 = (pl >= dstart[1] + a && pl < dstart[1] + a + nd[1]) ? 1.f : 0.f;
+#pragma unroll
+        for (int bb = 0; bb < 2; bb++)
+#pragma unroll
+          for (int c = 0; c < 2; c++) {
+            Y0[(a * 2 + bb) * 2 + c] = fmaf(sh[bb][c], m0, Y0[(a * 2 + bb) * 2 + c]);
+            Y1[(a * 2 + bb) * 2 + c] = fmaf(sh[bb][c], m1, Y1[(a * 2 + bb) * 2 + c]);
+          }
+      }
     }
 #pragma unroll
     for (int tap = 0; tap < 8; tap++)
 #pragma unroll
-      for (int co = 0; co < COUT; co++) acc[co] = fmaf(Y[tap], p.w[(ci * 8 + tap) * COUT + co], acc[co]);
+      for (int co = 0; co < COUT; co++) {
+        const float w = p.w[(ci * 8 + tap) * COUT + co];
+        acc0[co] = fmaf(Y0[tap], w, acc0[co]);
+        acc1[co] = fmaf(Y1[tap], w, acc1[co]);
+      }
   }
   const i64 oplane = (i64)PD * PH * PW;
-  float* yo = y + b * COUT * oplane + ((i64)pd * PH + ph) * PW + pw;
+  float* yo = y + b * COUT * oplane + ((i64)pd0 * PH + ph) * PW + pw;
 #pragma unroll
-  for (int co = 0; co < COUT; co++) __stcs(yo + co * oplane, acc[co] * inv);
+  for (int co = 0; co < COUT; co++) {
+    __stcs(yo + co * oplane, acc0[co] * inv[0]);
+    if (two) __stcs(yo + co * oplane + (i64)PH * PW, acc1[co] * inv[1]);
+  }
 }

@@ -1,6 +1,13 @@
 package io.volpool.bench;
 
 import static jcuda.driver.JCudaDriver.cuEventCreate;
+import static jcuda.driver.JCudaDriver.cuEventDestroy;
+import static jcuda.driver.JCudaDriver.cuGraphDestroy;
+import static jcuda.driver.JCudaDriver.cuGraphExecDestroy;
+import static jcuda.driver.JCudaDriver.cuGraphInstantiate;
+import static jcuda.driver.JCudaDriver.cuGraphLaunch;
+import static jcuda.driver.JCudaDriver.cuStreamBeginCapture;
+import static jcuda.driver.JCudaDriver.cuStreamEndCapture;
 import static jcuda.driver.JCudaDriver.cuEventElapsedTime;
 import static jcuda.driver.JCudaDriver.cuEventRecord;
 import static jcuda.driver.JCudaDriver.cuEventSynchronize;
@@ -37,6 +44,9 @@ import java.util.SplittableRandom;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUevent;
+import jcuda.driver.CUgraph;
+import jcuda.driver.CUgraphExec;
+import jcuda.driver.CUstreamCaptureMode;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstream_flags;
 
@@ -44,8 +54,9 @@ import jcuda.driver.CUstream_flags;
  * GPU benchmarks of volpool's kernels and host loop, in the same shapes as
  * {@code ../shared/bench/torch_anchors.py}: device copy bandwidth (the ceiling), fused on a batch
  * of 128 reference volumes, avgpool3d on {@code [16,32,128,128,256]}, the pipeline kernel, and
- * pinned host-to-device-to-host volumes/s from Java. Kernel times are CUDA-event medians after
- * warm-up, rotating inputs so L2 does not serve them. Each kernel's output is checked against the
+ * pinned host-to-device-to-host volumes/s from Java. Kernel times are CUDA-event medians of CUDA
+ * graph replays (device time alone; {@code *_stream_ms} adds JCuda's launch cost), after warm-up,
+ * rotating inputs so L2 does not serve them. Each kernel's output is checked against the
  * CPU backend before it is timed. Usage: {@code GpuBench MODEL.safetensors [--json FILE]}.
  */
 public final class GpuBench {
@@ -162,17 +173,48 @@ public final class GpuBench {
     void run(int iteration);
   }
 
-  /** Launches timed back to back between one pair of events, so host launch cost stays out of the figure. */
-  static final int LAUNCHES_PER_SAMPLE = 10;
+  /** Launches per timed sample (captured into one CUDA graph, or issued back to back). */
+  static final int LAUNCHES_PER_SAMPLE = 20;
 
   /**
-   * Median milliseconds per run: {@code iters} samples of {@link #LAUNCHES_PER_SAMPLE} back-to-back
-   * runs each, after {@code warm} warm-ups, timed with CUDA events.
+   * Median milliseconds per run of the device work alone: after {@code warm} warm-ups (which also
+   * prepare every launch), {@link #LAUNCHES_PER_SAMPLE} runs are captured into a CUDA graph and
+   * the graph is replayed {@code iters} times between CUDA events.
    */
   private double time(Work w, int warm, int iters) {
     for (int i = 0; i < warm; i++) {
       w.run(i);
     }
+    Cuda.check(cuStreamSynchronize(stream), "cuStreamSynchronize");
+    CUgraph graph = new CUgraph();
+    CUgraphExec exec = new CUgraphExec();
+    Cuda.check(cuStreamBeginCapture(stream, CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture");
+    for (int j = 0; j < LAUNCHES_PER_SAMPLE; j++) {
+      w.run(j);
+    }
+    Cuda.check(cuStreamEndCapture(stream, graph), "cuStreamEndCapture");
+    Cuda.check(cuGraphInstantiate(exec, graph, 0), "cuGraphInstantiate");
+    try {
+      return events(() -> Cuda.check(cuGraphLaunch(exec, stream), "cuGraphLaunch"), iters) / LAUNCHES_PER_SAMPLE;
+    } finally {
+      Cuda.check(cuGraphExecDestroy(exec), "cuGraphExecDestroy");
+      Cuda.check(cuGraphDestroy(graph), "cuGraphDestroy");
+    }
+  }
+
+  /** The same runs issued back to back from Java: includes JCuda's host launch cost when it exceeds the kernel's. */
+  private double timeStream(Work w, int iters) {
+    int[] k = {0};
+    return events(() -> {
+      for (int j = 0; j < LAUNCHES_PER_SAMPLE; j++) {
+        w.run(k[0]++);
+      }
+    }, iters) / LAUNCHES_PER_SAMPLE;
+  }
+
+  /** Median milliseconds of {@code sample} over {@code iters} samples, timed with CUDA events (after one untimed run). */
+  private double events(Runnable sample, int iters) {
+    sample.run();
     Cuda.check(cuStreamSynchronize(stream), "cuStreamSynchronize");
     CUevent a = new CUevent();
     CUevent b = new CUevent();
@@ -182,14 +224,14 @@ public final class GpuBench {
     float[] ms = new float[1];
     for (int i = 0; i < iters; i++) {
       Cuda.check(cuEventRecord(a, stream), "cuEventRecord");
-      for (int j = 0; j < LAUNCHES_PER_SAMPLE; j++) {
-        w.run(warm + i * LAUNCHES_PER_SAMPLE + j);
-      }
+      sample.run();
       Cuda.check(cuEventRecord(b, stream), "cuEventRecord");
       Cuda.check(cuEventSynchronize(b), "cuEventSynchronize");
       Cuda.check(cuEventElapsedTime(ms, a, b), "cuEventElapsedTime");
-      t[i] = ms[0] / LAUNCHES_PER_SAMPLE;
+      t[i] = ms[0];
     }
+    Cuda.check(cuEventDestroy(a), "cuEventDestroy");
+    Cuda.check(cuEventDestroy(b), "cuEventDestroy");
     Arrays.sort(t);
     return t[iters / 2];
   }
@@ -199,7 +241,7 @@ public final class GpuBench {
     CUdeviceptr src = alloc(bytes);
     CUdeviceptr dst = alloc(bytes);
     fillRandom(src, bytes, 1);
-    double ms = time(i -> Cuda.check(cuMemcpyDtoDAsync(dst, src, bytes, stream), "cuMemcpyDtoDAsync"), 3, 20);
+    double ms = events(() -> Cuda.check(cuMemcpyDtoDAsync(dst, src, bytes, stream), "cuMemcpyDtoDAsync"), 20);
     free(src);
     free(dst);
     return 2.0 * bytes / (ms * 1e-3);
@@ -229,10 +271,12 @@ public final class GpuBench {
       runner.launch(stream, bufs, n);
       Cuda.check(cuStreamSynchronize(stream), "cuStreamSynchronize");
       results.put(name + "_check", check(pipeline, in, inputs[0], bufs[plan.outputBuffer()], n, out));
-      double ms = time(i -> {
+      Work run = i -> {
         bufs[0] = inputs[i % sets];
         runner.launch(stream, bufs, n);
-      }, 5, sets == 1 ? 5 : 30);
+      };
+      double ms = time(run, 5, sets == 1 ? 3 : 20);
+      results.put(name + "_stream_ms", timeStream(run, sets == 1 ? 3 : 20));
       double floor = (inBytes + outBytes) / bw * 1e3;
       results.put(name + "_kernels", plan.describe());
       results.put(name + "_ms", ms);

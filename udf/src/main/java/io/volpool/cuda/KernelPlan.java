@@ -75,12 +75,34 @@ public final class KernelPlan {
       return pw <= 16 ? 16 : 32;
     }
 
-    /** Shared memory one block stages: 3 channels x 4 planes x R x C floats. */
+    /** Input planes a block stages (two final planes): stride + kernel + 1. */
+    static int planes(AvgPool3dSpec pool) {
+      return pool.stride() + pool.kernel() + 1;
+    }
+
+    /** Staged rows per plane: (TH-1)*stride + kernel + 1. */
+    static int rows(AvgPool3dSpec pool, int pw) {
+      return (256 / tileWidth(pw) - 1) * pool.stride() + pool.kernel() + 1;
+    }
+
+    /** 16-byte chunks per staged row at the worst alignment shift (3 floats). */
+    static int chunks(AvgPool3dSpec pool, int pw) {
+      return ((tileWidth(pw) - 1) * pool.stride() + pool.kernel() + 1 + 6) >> 2;
+    }
+
+    /** Shared memory one block stages: 3 channels x planes x rows x chunks x 16 bytes. */
     public static int smemBytes(AvgPool3dSpec pool, int pw) {
-      int tw = tileWidth(pw);
-      int th = 256 / tw;
-      return FAST_CIN * 4 * ((th - 1) * pool.stride() + pool.kernel() + 1)
-          * ((tw - 1) * pool.stride() + pool.kernel() + 1) * Float.BYTES;
+      return FAST_CIN * planes(pool) * rows(pool, pw) * chunks(pool, pw) * 16;
+    }
+
+    /** Whether the kernel's fixed limits hold: 16-byte rows, at most 7 planes, 4 staging slots per thread. */
+    static boolean fits(AvgPool3dSpec pool, VolumeShape in, VolumeShape out) {
+      return in.w() % 4 == 0 && planes(pool) <= 7 && rows(pool, out.w()) * chunks(pool, out.w()) <= 4 * 256
+          && smemBytes(pool, out.w()) <= SMEM_LIMIT && ceil2(out.d()) <= MAX_GRID_YZ;
+    }
+
+    private static int ceil2(int v) {
+      return (v + 1) / 2;
     }
   }
 
@@ -125,8 +147,7 @@ public final class KernelPlan {
         }
         if (fuseStages && linear != null && i + 1 < stages.size() && stages.get(i + 1) instanceof AvgPool3dSpec pool
             && pool.kernel() <= 3 && Arrays.stream(linear[1]).allMatch(v -> v == 1)
-            && shapes.get(i + 2).d() <= MAX_GRID_YZ
-            && PipelineTaps2.smemBytes(pool, shapes.get(i + 2).w()) <= SMEM_LIMIT) {
+            && PipelineTaps2.fits(pool, s, shapes.get(i + 2))) {
           steps.add(new PipelineTaps2(i, i + 2, stencil, linear[0], pool));
           i += 2;
           continue;

@@ -163,7 +163,7 @@ public final class KernelRunner implements AutoCloseable {
       bx = KernelPlan.PipelineTaps2.tileWidth(out.w());
       by = THREADS / bx;
       grid = ceil(out.w(), bx) * ceil(out.h(), by);
-      gy = out.d();
+      gy = ceil(out.d(), 2);
       gz = n;
       smem = KernelPlan.PipelineTaps2.smemBytes(a, out.w());
       allowSmem(s, smem);

@@ -57,12 +57,14 @@ class CudaVsCpuTest {
         Arguments.of("avgpool generic k1", Pipeline.of(new AvgPool3dSpec(1, 1, 0, false, true)),
             new VolumeShape(1, 1, 1, 1), 3, 2),
         Arguments.of("pipeline fused kernel", Pipeline.of(ref2, k3), new VolumeShape(3, 16, 32, 32), 6, 4),
-        Arguments.of("pipeline fused kernel odd", Pipeline.of(ref2, k3), new VolumeShape(3, 3, 6, 9), 5, 2),
-        Arguments.of("pipeline fused kernel, wide tiles", Pipeline.of(ref2, k3), new VolumeShape(3, 8, 40, 70), 3, 2),
+        Arguments.of("pipeline fused kernel odd", Pipeline.of(ref2, k3), new VolumeShape(3, 3, 7, 12), 5, 2),
+        Arguments.of("pipeline, W not a multiple of 4: two kernels", Pipeline.of(ref2, k3), new VolumeShape(3, 3, 6, 9), 3, 2),
+        Arguments.of("pipeline fused kernel 1x1x4", Pipeline.of(ref2, k3), new VolumeShape(3, 2, 2, 4), 3, 2),
+        Arguments.of("pipeline fused kernel, wide tiles", Pipeline.of(ref2, k3), new VolumeShape(3, 9, 40, 72), 3, 2),
         Arguments.of("pipeline fused kernel k2s1p0", Pipeline.of(ref2, new AvgPool3dSpec(2, 1, 0, false, true)),
-            new VolumeShape(3, 4, 5, 6), 3, 2),
+            new VolumeShape(3, 4, 5, 8), 3, 2),
         Arguments.of("pipeline fused kernel k3s3p1 ceil exclude", Pipeline.of(ref2, new AvgPool3dSpec(3, 3, 1, true, false)),
-            new VolumeShape(3, 7, 8, 9), 3, 2),
+            new VolumeShape(3, 7, 8, 12), 3, 2),
         Arguments.of("pipeline two kernels", Pipeline.of(odd, k3), new VolumeShape(2, 6, 7, 8), 3, 2),
         Arguments.of("identity", Pipeline.of(), new VolumeShape(2, 3, 4, 5), 5, 2));
   }

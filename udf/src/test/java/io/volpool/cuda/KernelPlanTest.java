@@ -40,5 +40,7 @@ class KernelPlanTest {
     assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused(), new AvgPool3dSpec(5, 3, 2, false, true)), REF)
         .describe()).isEqualTo("fused_taps2_c3_c16 -> avgpool_generic");
     assertThat(KernelPlan.of(Pipeline.of(), REF).describe()).isEqualTo("copy");
+    assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused(), REF_POOL), new VolumeShape(3, 16, 32, 30))
+        .describe()).as("pipeline kernel needs 16-byte rows").isEqualTo("fused_taps2_c3_c16 -> avgpool_generic");
   }
 }
