@@ -9,11 +9,8 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 J=/tmp/stage/jre/bin/java
 LIB=/tmp/stage/lib
 GOLDEN=${GOLDEN:-.stage/golden}
-OPENS="-Djdk.reflect.useDirectMethodHandle=false"
-for p in java.lang java.lang.invoke java.lang.reflect java.io java.net java.nio java.util java.util.concurrent \
-         java.util.concurrent.atomic jdk.internal.ref sun.nio.ch sun.nio.cs sun.security.action sun.util.calendar; do
-  OPENS="$OPENS --add-opens=java.base/$p=ALL-UNNAMED"
-done
+. "$(dirname "$0")/lib/java-opens.sh"
+OPENS=$JAVA_OPENS
 CPALL="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; nproc; date -u; } | tee "$OUT/machine.txt"
 if [ "$what" = tests ] || [ "$what" = all ]; then

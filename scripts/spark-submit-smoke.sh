@@ -8,11 +8,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: spark-submit-smoke.sh OUTPUT_DIR}
 jar=$(ls "$root"/job/target/volpool-job-*-spark.jar)
 cp=$(ls "$root"/job/target/lib/*.jar | grep -v -e '/volpool-' -e '/jcuda' | tr '\n' ':')
-opens="-Djdk.reflect.useDirectMethodHandle=false"
-for p in java.lang java.lang.invoke java.lang.reflect java.io java.net java.nio java.util java.util.concurrent \
-         java.util.concurrent.atomic jdk.internal.ref sun.nio.ch sun.nio.cs sun.security.action sun.util.calendar; do
-  opens="$opens --add-opens=java.base/$p=ALL-UNNAMED"
-done
+. "$(dirname "$0")/lib/java-opens.sh"
+opens=$JAVA_OPENS
 golden="$root/../shared/golden/pipeline_seed"
 # shellcheck disable=SC2086
 java -Xmx4g $opens -Dlog4j2.configurationFile="$root/conf/log4j2.properties" -cp "$cp" org.apache.spark.deploy.SparkSubmit \

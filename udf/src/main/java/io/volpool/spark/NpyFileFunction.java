@@ -4,7 +4,6 @@ import io.volpool.backend.Backend;
 import io.volpool.backend.Backends;
 import io.volpool.format.Npy;
 import io.volpool.format.NpyArray;
-import io.volpool.format.TensorFormatException;
 import io.volpool.op.VolumeShape;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -72,47 +71,17 @@ public final class NpyFileFunction implements MapPartitionsFunction<Row, Row> {
     return fp.substring(prefix.length());
   }
 
-  /** One file being processed: its parsed array and the output gathered so far. */
+  /** One file being processed: its volumes and the output gathered so far. */
   private final class NpyFile {
-    final String path;
     final String relative;
-    final NpyArray array;
-    final long[] leading;
-    final int count;
-    final VolumeShape shape;
+    final NpyVolumes in;
     byte[] out;
     long[] outShape;
     int done;
 
     NpyFile(String path, byte[] content) {
-      this.path = path;
       this.relative = relativePath(inputRoot, path);
-      try {
-        this.array = Npy.read(content, path);
-      } catch (TensorFormatException e) {
-        throw new BadRecordException(path, e.getMessage(), e);
-      }
-      long[] s = array.shape();
-      if (s.length == 4) {
-        leading = new long[0];
-        count = 1;
-      } else if (s.length == 5) {
-        leading = new long[] {s[0]};
-        if (s[0] == 0) {
-          throw new BadRecordException(path, "holds no volumes: shape " + java.util.Arrays.toString(s));
-        }
-        count = Math.toIntExact(s[0]);
-      } else {
-        throw new BadRecordException(path, "an .npy input must hold one volume [C, D, H, W] or a batch [N, C, D, H, W],"
-            + " got shape " + java.util.Arrays.toString(s));
-      }
-      int o = s.length - 4;
-      for (int i = o; i < s.length; i++) {
-        if (s[i] <= 0 || s[i] > Integer.MAX_VALUE) {
-          throw new BadRecordException(path, "volume dimensions must be positive, got shape " + java.util.Arrays.toString(s));
-        }
-      }
-      shape = new VolumeShape((int) s[o], (int) s[o + 1], (int) s[o + 2], (int) s[o + 3]);
+      this.in = NpyVolumes.read(path, content);
     }
   }
 
@@ -128,18 +97,17 @@ public final class NpyFileFunction implements MapPartitionsFunction<Row, Row> {
 
     @Override
     public String record() {
-      return file.leading.length == 0 ? file.path : file.path + "[" + index + "]";
+      return file.in.record(index);
     }
 
     @Override
     public VolumeShape shape() {
-      return file.shape;
+      return file.in.shape();
     }
 
     @Override
     public void copyTo(ByteBuffer dst) {
-      int vb = (int) file.shape.bytes();
-      dst.put(file.array.data().slice(index * vb, vb));
+      dst.put(file.in.volume(index));
     }
   }
 
@@ -154,12 +122,12 @@ public final class NpyFileFunction implements MapPartitionsFunction<Row, Row> {
 
       @Override
       public boolean hasNext() {
-        while ((cur == null || next >= cur.count) && files.hasNext()) {
+        while ((cur == null || next >= cur.in.count()) && files.hasNext()) {
           Row r = files.next();
           cur = new NpyFile(r.getString(r.fieldIndex("path")), (byte[]) r.get(r.fieldIndex("content")));
           next = 0;
         }
-        return cur != null && next < cur.count;
+        return cur != null && next < cur.in.count();
       }
 
       @Override
@@ -207,19 +175,20 @@ public final class NpyFileFunction implements MapPartitionsFunction<Row, Row> {
   private Row emit(FileVolume v, VolumeShape outShape, ByteBuffer out) {
     NpyFile f = v.file;
     int ob = (int) outShape.bytes();
+    long[] leading = f.in.leading();
     if (f.out == null) {
-      f.out = new byte[Math.toIntExact((long) ob * f.count)];
-      long[] s = new long[f.leading.length + 4];
-      System.arraycopy(f.leading, 0, s, 0, f.leading.length);
+      f.out = new byte[Math.toIntExact((long) ob * f.in.count())];
+      long[] s = new long[leading.length + 4];
+      System.arraycopy(leading, 0, s, 0, leading.length);
       int[] d = outShape.toArray();
       for (int i = 0; i < 4; i++) {
-        s[f.leading.length + i] = d[i];
+        s[leading.length + i] = d[i];
       }
       f.outShape = s;
     }
     out.get(f.out, v.index * ob, ob);
     f.done++;
-    if (f.done < f.count) {
+    if (f.done < f.in.count()) {
       return null;
     }
     Path target = new Path(stagingDir, f.relative);
@@ -229,12 +198,12 @@ public final class NpyFileFunction implements MapPartitionsFunction<Row, Row> {
         Npy.write(new NpyArray(f.outShape, ByteBuffer.wrap(f.out).order(ByteOrder.LITTLE_ENDIAN)), os);
       }
     } catch (IOException e) {
-      throw new UncheckedIOException("writing " + target + " for input " + f.path + " failed: " + e.getMessage(), e);
+      throw new UncheckedIOException("writing " + target + " for input " + f.in.path() + " failed: " + e.getMessage(), e);
     }
-    long in = f.shape.bytes() * f.count;
+    long in = f.in.shape().bytes() * f.in.count();
     long outBytes = f.out.length;
     f.out = null;
-    return RowFactory.create(f.relative, (long) f.count, in, outBytes);
+    return RowFactory.create(f.relative, (long) f.in.count(), in, outBytes);
   }
 
 }
