@@ -25,8 +25,8 @@ if [ "$what" = jobtests ]; then
     --disable-banner --reports-dir "${JUNIT_REPORTS:-/tmp/junit-job}" 2>&1 | tee "$OUT/gpu-job-tests.log" | grep -vE '^\s+at ' | tail -40
 fi
 if [ "$what" = e2e ]; then
-  "$J" -Xmx16g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.SampleData /tmp/vols 8192 16 2>&1 | tail -2
-  for run in gpu:fused,avgpool3d cpu:fused,avgpool3d gpu:identity; do
+  "$J" -Xmx16g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.SampleData /tmp/vols "${E2E_VOLUMES:-8192}" "${E2E_FILES:-16}" 2>&1 | tail -2
+  for run in ${E2E_RUNS:-gpu:fused,avgpool3d cpu:fused,avgpool3d gpu:identity}; do
     dev=${run%%:*}; pipe=${run#*:}
     "$J" -Xmx48g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.VolpoolMain \
       --master 'local[16]' --conf spark.volpool.input=/tmp/vols --conf spark.volpool.output=/tmp/out-$dev \
