@@ -119,6 +119,67 @@ extern "C" __global__ void __launch_bounds__(256) fused_taps2_c3_c16(const float
   }
 }
 
+// The same with unit steps in every dimension (the reference configuration): a thread computes a
+// 2 x 2 block of outputs (two columns, two output planes). Neighbouring outputs share inputs, so it
+// loads 54 distinct values instead of 4 x 24, and every weight feeds four FMAs.
+extern "C" __global__ void __launch_bounds__(256) fused_taps2s1_c3_c16(const float* __restrict__ x,
+    float* __restrict__ y, int n, int D, int H, int W, int OD, int OH, int OW, int baseD, int baseH, int baseW,
+    const TapWeights<3, 16> p) {
+  constexpr int CIN = 3, COUT = 16;
+  // block (16, 16): 32 output columns x 16 output rows x 2 output planes; grid (tiles, ceil(OD/2), n)
+  const int tilesW = (OW + 31) >> 5;
+  const int ow = (blockIdx.x % tilesW) * 32 + threadIdx.x * 2;
+  const int oh = (blockIdx.x / tilesW) * 16 + threadIdx.y;
+  const int od = blockIdx.y * 2;
+  const i64 b = blockIdx.z;
+  if (ow >= OW || oh >= OH) return;
+  const bool twoW = ow + 1 < OW, twoD = od + 1 < OD;
+  const i64 plane = (i64)D * H * W;
+  const int id = baseD + od, ih = baseH + oh, iw = baseW + ow;
+  float v[CIN][3][2][3];  // [ci][plane][row][col]; the third plane/column only when the second output exists
+#pragma unroll
+  for (int ci = 0; ci < CIN; ci++) {
+    const float* xc = x + (b * CIN + ci) * plane;
+#pragma unroll
+    for (int pl = 0; pl < 3; pl++) {
+      const int pe = (pl == 2 && !twoD) ? 1 : pl;
+#pragma unroll
+      for (int r = 0; r < 2; r++) {
+        const float* row = xc + ((i64)(id + pe) * H + ih + r) * W + iw;
+#pragma unroll
+        for (int c = 0; c < 3; c++) v[ci][pl][r][c] = __ldg(row + ((c == 2 && !twoW) ? 1 : c));
+      }
+    }
+  }
+  const i64 oplane = (i64)OD * OH * OW;
+  float* yo = y + b * COUT * oplane + ((i64)od * OH + oh) * OW + ow;
+#pragma unroll
+  for (int co = 0; co < COUT; co++) {
+    float a00 = p.c[co], a01 = p.c[co], a10 = p.c[co], a11 = p.c[co];  // [plane][column]
+#pragma unroll
+    for (int ci = 0; ci < CIN; ci++)
+#pragma unroll
+      for (int a = 0; a < 2; a++)
+#pragma unroll
+        for (int bb = 0; bb < 2; bb++)
+#pragma unroll
+          for (int c = 0; c < 2; c++) {
+            const float w = p.w[(ci * 8 + (a * 2 + bb) * 2 + c) * COUT + co];
+            a00 = fmaf(v[ci][a][bb][c], w, a00);
+            a01 = fmaf(v[ci][a][bb][c + 1], w, a01);
+            a10 = fmaf(v[ci][a + 1][bb][c], w, a10);
+            a11 = fmaf(v[ci][a + 1][bb][c + 1], w, a11);
+          }
+    float* o = yo + co * oplane;
+    __stcs(o, a00);
+    if (twoW) __stcs(o + 1, a01);
+    if (twoD) {
+      __stcs(o + (i64)OH * OW, a10);
+      if (twoW) __stcs(o + (i64)OH * OW + 1, a11);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // avgpool3d, any parameters: one thread per output element, PyTorch's window and divisor rules.
 extern "C" __global__ void avgpool_generic(const float* __restrict__ x, float* __restrict__ y, i64 nc, int D, int H,

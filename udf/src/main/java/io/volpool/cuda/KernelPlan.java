@@ -38,11 +38,18 @@ public final class KernelPlan {
     }
   }
 
-  /** fused with one 2-tap pattern per dimension and 3 -> 16 channels: the reference fast path. */
+  /**
+   * fused with one 2-tap pattern per dimension and 3 -> 16 channels: the reference fast path; with
+   * unit steps in every dimension (the reference configuration) the 2 x 2 outputs-per-thread kernel.
+   */
   public record FusedTaps2(int src, int dst, FusedStencil stencil, int[] base, int[] step) implements Step {
     @Override
     public String kernel() {
-      return "fused_taps2_c3_c16";
+      return unitSteps() ? "fused_taps2s1_c3_c16" : "fused_taps2_c3_c16";
+    }
+
+    public boolean unitSteps() {
+      return step[0] == 1 && step[1] == 1 && step[2] == 1;
     }
   }
 

@@ -144,6 +144,14 @@ public final class KernelRunner implements AutoCloseable {
           Pointer.to(t[3]), Pointer.to(t[4]), Pointer.to(t[5]), Pointer.to(t[6]), Pointer.to(t[7]), Pointer.to(t[8]),
           Pointer.to(t[9]), Pointer.to(t[10]));
       grid = blocks(n * out.numel());
+    } else if (s instanceof KernelPlan.FusedTaps2 f && f.unitSteps()) {
+      params = Pointer.to(Pointer.to(src), Pointer.to(dst), i(n), i(in.d()), i(in.h()), i(in.w()), i(out.d()),
+          i(out.h()), i(out.w()), i(f.base()[0]), i(f.base()[1]), i(f.base()[2]), Pointer.to(tapWeights(f.stencil())));
+      bx = 16;
+      by = 16;
+      grid = ceil(out.w(), 32) * ceil(out.h(), 16);
+      gy = ceil(out.d(), 2);
+      gz = n;
     } else if (s instanceof KernelPlan.FusedTaps2 f) {
       params = Pointer.to(Pointer.to(src), Pointer.to(dst), i(n), i(in.d()), i(in.h()), i(in.w()), i(out.d()),
           i(out.h()), i(out.w()), i(f.base()[0]), i(f.step()[0]), i(f.base()[1]), i(f.step()[1]), i(f.base()[2]),

@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.volpool.op.AvgPool3dSpec;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
+import io.volpool.op.FusedOp;
 import io.volpool.testing.Golden;
+import io.volpool.testing.RandomData;
+import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 /** Which kernels the GPU runs, decided without a GPU. */
@@ -23,9 +26,15 @@ class KernelPlanTest {
 
   @Test
   void referenceFusedAndPoolUseFastPaths() {
-    assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused()), REF).describe()).isEqualTo("fused_taps2_c3_c16");
+    assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused()), REF).describe()).isEqualTo("fused_taps2s1_c3_c16");
     assertThat(KernelPlan.of(Pipeline.of(REF_POOL), new VolumeShape(32, 128, 128, 256)).describe())
         .isEqualTo("avgpool_k3s2p1");
+  }
+
+  @Test
+  void nonUnitStepsUseTheGeneralTwoTapKernel() {
+    FusedOp k1pool2 = RandomData.fused(new SplittableRandom(1), 3, 16, 1, 1, 0, 0, 2);
+    assertThat(KernelPlan.of(Pipeline.of(k1pool2), new VolumeShape(3, 6, 8, 10)).describe()).isEqualTo("fused_taps2_c3_c16");
   }
 
   @Test
@@ -38,9 +47,9 @@ class KernelPlanTest {
     assertThat(KernelPlan.of(Pipeline.of(new AvgPool3dSpec(5, 3, 2, false, true)), new VolumeShape(2, 9, 10, 12))
         .describe()).isEqualTo("avgpool_generic");
     assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused(), new AvgPool3dSpec(5, 3, 2, false, true)), REF)
-        .describe()).isEqualTo("fused_taps2_c3_c16 -> avgpool_generic");
+        .describe()).isEqualTo("fused_taps2s1_c3_c16 -> avgpool_generic");
     assertThat(KernelPlan.of(Pipeline.of(), REF).describe()).isEqualTo("copy");
     assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused(), REF_POOL), new VolumeShape(3, 16, 32, 30))
-        .describe()).as("pipeline kernel needs 16-byte rows").isEqualTo("fused_taps2_c3_c16 -> avgpool_generic");
+        .describe()).as("pipeline kernel needs 16-byte rows").isEqualTo("fused_taps2s1_c3_c16 -> avgpool_generic");
   }
 }
