@@ -102,46 +102,11 @@ public final class VolpoolJob {
         pipeline.describe(), s.device(), out.staging());
     try {
       if (s.inputFormat().equals("npy") && s.outputFormat().equals("npy")) {
-        Dataset<Row> files = npyFiles(spark, s.input());
-        NpyFileFunction fn = new NpyFileFunction(spec, inputRoot, out.staging().toString(),
-            new SerializableHadoopConf(conf), metrics);
-        List<Row> results = files.mapPartitions(fn, Encoders.row(NpyFileFunction.RESULT_SCHEMA)).collectAsList();
-        LOG.info("volpool: wrote {} .npy files", results.size());
-        FileSystem ofs = out.staging().getFileSystem(conf);
-        ofs.mkdirs(out.staging());
-        ofs.create(new Path(out.staging(), "_SUCCESS"), true).close();
+        writeNpyFiles(spark, s, spec, inputRoot, out, metrics);
       } else {
-        Dataset<Row> rows;
-        TensorLayout layout;
-        if (s.inputFormat().equals("npy")) {
-          rows = npyFiles(spark, s.input()).flatMap(new NpyToRows(inputRoot), Encoders.row(NpyToRows.SCHEMA));
-          layout = TensorLayout.detect(NpyToRows.SCHEMA, null, null);
-        } else {
-          ParquetInspector.Facts facts = ParquetInspector.inspect(s.input(), conf);
-          if (facts.maxRowBytes() > 0) {
-            long batch = Math.max(1, Math.min(4096, READER_BATCH_BYTES / facts.maxRowBytes()));
-            spark.conf().set("spark.sql.parquet.columnarReaderBatchSize", String.valueOf(batch));
-            LOG.info("volpool: largest input row about {} bytes; Parquet reader batches of {} rows", facts.maxRowBytes(),
-                batch);
-          }
-          rows = spark.read().parquet(s.input());
-          String col = s.tensorColumn();
-          VolumeShape fixed = s.tensorShape();
-          if (fixed == null) {
-            String c = col;
-            if (c == null && facts.tensorShapes().size() == 1) {
-              c = facts.tensorShapes().keySet().iterator().next();
-            }
-            fixed = c == null ? null : facts.tensorShapes().get(c);
-          }
-          try {
-            layout = TensorLayout.detect(rows.schema(), col, fixed);
-          } catch (IllegalArgumentException e) {
-            throw new SettingsException("input " + s.input() + ": " + e.getMessage(), e);
-          }
-        }
-        Dataset<Row> result = rows.mapPartitions(new ParquetTensorFunction(spec, layout, metrics),
-            Encoders.row(layout.outputSchema()));
+        Rows in = s.inputFormat().equals("npy") ? npyRows(spark, s, inputRoot) : parquetRows(spark, s, conf);
+        Dataset<Row> result = in.rows().mapPartitions(new ParquetTensorFunction(spec, in.layout(), metrics),
+            Encoders.row(in.layout().outputSchema()));
         result.write().option("compression", s.outputCompression()).parquet(out.staging().toString());
       }
       RunSummary summary = summary(s, out, metrics, pipeline, (System.nanoTime() - t0) / 1e9);
@@ -152,6 +117,58 @@ public final class VolpoolJob {
       // Spark's own exceptions are checked ones thrown from Scala: catch everything
       out.abort();
       throw e;
+    }
+  }
+
+  /** .npy in, .npy out: one output file per input file, written by the tasks into the staging directory. */
+  private static void writeNpyFiles(SparkSession spark, JobSettings s, RunSpec spec, String inputRoot,
+      StagedOutput out, JobMetrics metrics) throws IOException {
+    Configuration conf = spark.sparkContext().hadoopConfiguration();
+    NpyFileFunction fn = new NpyFileFunction(spec, inputRoot, out.staging().toString(),
+        new SerializableHadoopConf(conf), metrics);
+    List<Row> results = npyFiles(spark, s.input()).mapPartitions(fn, Encoders.row(NpyFileFunction.RESULT_SCHEMA))
+        .collectAsList();
+    LOG.info("volpool: wrote {} .npy files", results.size());
+    FileSystem ofs = out.staging().getFileSystem(conf);
+    ofs.mkdirs(out.staging());
+    ofs.create(new Path(out.staging(), "_SUCCESS"), true).close();
+  }
+
+  /** Input rows and where their tensors are. */
+  private record Rows(Dataset<Row> rows, TensorLayout layout) {}
+
+  /** .npy files as binary-layout rows, one per volume. */
+  private static Rows npyRows(SparkSession spark, JobSettings s, String inputRoot) {
+    Dataset<Row> rows = npyFiles(spark, s.input()).flatMap(new NpyToRows(inputRoot), Encoders.row(NpyToRows.SCHEMA));
+    return new Rows(rows, TensorLayout.detect(NpyToRows.SCHEMA, null, null));
+  }
+
+  /**
+   * Parquet rows, with the reader's batch size set from the largest row in the footers and the
+   * tensor layout detected (a fixed-shape tensor column's shape from the settings or ARROW:schema).
+   */
+  private static Rows parquetRows(SparkSession spark, JobSettings s, Configuration conf) throws IOException {
+    ParquetInspector.Facts facts = ParquetInspector.inspect(s.input(), conf);
+    if (facts.maxRowBytes() > 0) {
+      long batch = Math.max(1, Math.min(4096, READER_BATCH_BYTES / facts.maxRowBytes()));
+      spark.conf().set("spark.sql.parquet.columnarReaderBatchSize", String.valueOf(batch));
+      LOG.info("volpool: largest input row about {} bytes; Parquet reader batches of {} rows", facts.maxRowBytes(),
+          batch);
+    }
+    Dataset<Row> rows = spark.read().parquet(s.input());
+    String col = s.tensorColumn();
+    VolumeShape fixed = s.tensorShape();
+    if (fixed == null) {
+      String c = col;
+      if (c == null && facts.tensorShapes().size() == 1) {
+        c = facts.tensorShapes().keySet().iterator().next();
+      }
+      fixed = c == null ? null : facts.tensorShapes().get(c);
+    }
+    try {
+      return new Rows(rows, TensorLayout.detect(rows.schema(), col, fixed));
+    } catch (IllegalArgumentException e) {
+      throw new SettingsException("input " + s.input() + ": " + e.getMessage(), e);
     }
   }
 

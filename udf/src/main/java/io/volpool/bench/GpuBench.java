@@ -100,16 +100,16 @@ public final class GpuBench {
       double bw = run.contains("copy") ? b.copyBandwidth() : 4.2e12;
       b.results.put("d2d_copy_GBps", bw / 1e9);
       if (run.contains("fused")) {
-        b.kernel("fused", Pipeline.of(fused), REF, batch, bw);
+        b.kernel("fused", KernelPlan.of(Pipeline.of(fused), REF), batch, bw);
       }
       if (run.contains("pipeline")) {
-        b.kernel("pipeline", Pipeline.of(fused, POOL), REF, batch, bw);
+        b.kernel("pipeline", KernelPlan.of(Pipeline.of(fused, POOL), REF), batch, bw);
       }
       if (run.contains("two")) {
-        b.kernel("fused_then_avgpool_two_kernels", twoKernelPlan(fused), REF, batch, bw);
+        b.kernel("fused_then_avgpool_two_kernels", KernelPlan.of(Pipeline.of(fused, POOL), REF, false), batch, bw);
       }
       if (run.contains("avgpool")) {
-        b.kernel("avgpool", Pipeline.of(POOL), new VolumeShape(32, 128, 128, 256), 16, bw);
+        b.kernel("avgpool", KernelPlan.of(Pipeline.of(POOL), new VolumeShape(32, 128, 128, 256)), 16, bw);
       }
       if (run.contains("host")) {
         b.hostLoop(Pipeline.of(fused, POOL), 256, false);
@@ -129,11 +129,6 @@ public final class GpuBench {
         Files.writeString(Paths.get(json), sb.toString());
       }
     }
-  }
-
-  /** fused then avgpool3d as two kernels (the generic path, to show what the fused kernel saves). */
-  private static Object twoKernelPlan(FusedOp fused) {
-    return new Object[] {fused, POOL};
   }
 
   private CUdeviceptr alloc(long bytes) {
@@ -247,9 +242,8 @@ public final class GpuBench {
     return 2.0 * bytes / (ms * 1e-3);
   }
 
-  private void kernel(String name, Object what, VolumeShape in, int n, double bw) {
-    KernelPlan plan = what instanceof Pipeline p ? KernelPlan.of(p, in)
-        : KernelPlan.of(Pipeline.of((FusedOp) ((Object[]) what)[0], (AvgPool3dSpec) ((Object[]) what)[1]), in, false);
+  private void kernel(String name, KernelPlan plan, int n, double bw) {
+    VolumeShape in = plan.shapes().get(0);
     Pipeline pipeline = plan.pipeline();
     VolumeShape out = plan.shapes().get(plan.outputBuffer());
     long inBytes = n * in.bytes();
@@ -296,13 +290,12 @@ public final class GpuBench {
 
   /** Compares the first volume's first channel (at most 16 MiB of input) with the CPU backend; returns "ok" or the error. */
   private String check(Pipeline p, VolumeShape in, CUdeviceptr x, CUdeviceptr y, int n, VolumeShape out) {
-    VolumeShape one = in;
-    float[] hx = new float[(int) one.numel()];
-    Cuda.check(cuMemcpyDtoH(Pointer.to(hx), x, one.bytes()), "cuMemcpyDtoH(check input)");
+    float[] hx = new float[(int) in.numel()];
+    Cuda.check(cuMemcpyDtoH(Pointer.to(hx), x, in.bytes()), "cuMemcpyDtoH(check input)");
     float[] hy = new float[(int) out.numel()];
     Cuda.check(cuMemcpyDtoH(Pointer.to(hy), y, out.bytes()), "cuMemcpyDtoH(check output)");
     try (CpuBackend cpu = CpuBackend.fast(0)) {
-      float[] ref = cpu.run(p, one, hx, 1);
+      float[] ref = cpu.run(p, in, hx, 1);
       double num = 0;
       double den = 0;
       for (int i = 0; i < ref.length; i++) {

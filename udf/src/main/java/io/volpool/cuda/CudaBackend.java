@@ -170,11 +170,6 @@ public final class CudaBackend implements Backend {
     return new CudaExecutor(d, plan, batch, poison);
   }
 
-  /** Opens an executor on a specific plan (benchmarks and tests). */
-  public BatchExecutor open(KernelPlan plan, int maxBatch) {
-    return new CudaExecutor(deviceForTask(), plan, Math.min(maxBatch, KernelPlan.MAX_GRID_YZ), poison);
-  }
-
   /** A kernel runner for {@code plan} on the current task's device; the caller closes it. */
   public KernelRunner runner(KernelPlan plan) {
     CudaDevice d = deviceForTask();

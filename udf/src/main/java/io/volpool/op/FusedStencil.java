@@ -45,16 +45,6 @@ public final class FusedStencil {
     public int patterns() {
       return offset.length;
     }
-
-    /** True when every output has the same offsets (only the weights differ): the GPU fast paths need that. */
-    public boolean uniformOffsets() {
-      for (int[] o : offset) {
-        if (!Arrays.equals(o, offset[0])) {
-          return false;
-        }
-      }
-      return true;
-    }
   }
 
   private final FusedOp op;

@@ -36,10 +36,6 @@ public record Pipeline(List<Stage> stages) implements Serializable {
     return out;
   }
 
-  public boolean isIdentity() {
-    return stages.isEmpty();
-  }
-
   /** The names joined by commas, as in {@code spark.volpool.pipeline}. */
   public String describe() {
     return stages.isEmpty() ? "identity" : stages.stream().map(Stage::name).collect(Collectors.joining(","));

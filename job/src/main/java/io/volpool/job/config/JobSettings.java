@@ -151,7 +151,7 @@ public final class JobSettings {
   }
 
   public boolean overwrite() {
-    return oneOf(VolpoolOptions.MODE, "errorifexists", "overwrite").equals("overwrite");
+    return mode().equals("overwrite");
   }
 
   private String mode() {
