@@ -6,6 +6,7 @@ import io.volpool.job.config.SettingsException;
 import io.volpool.job.config.VolpoolOptions;
 import io.volpool.job.io.NpyToRows;
 import io.volpool.job.io.ParquetInspector;
+import io.volpool.job.io.PathOverlap;
 import io.volpool.job.io.StagedOutput;
 import io.volpool.op.FusedModel;
 import io.volpool.op.FusedOp;
@@ -85,6 +86,11 @@ public final class VolpoolJob {
     conf.setInt("parquet.page.size.row.check.min", 1);
     conf.setBoolean("parquet.column.statistics.enabled#" + TensorLayout.DATA, false);
     conf.setBoolean("parquet.enable.dictionary#" + TensorLayout.DATA, false);
+    // before anything is read, written or deleted: the output may not be, contain or lie inside what the job reads
+    PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.input(), VolpoolOptions.INPUT.key(), conf);
+    if (s.stageNames().contains("fused")) {
+      PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.fusedWeights(), VolpoolOptions.FUSED_WEIGHTS.key(), conf);
+    }
     Pipeline pipeline = pipeline(s, conf);
     RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), s.cpuThreads(), s.gpuTasksPerDevice());
     Path inputPath = new Path(s.input());
