@@ -4,18 +4,29 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
  * What a finished run did, printed as one screen and written as {@code _volpool_summary.json}
- * into the output directory. Immutable value.
+ * into the output directory: counts (volumes read, volumes and files committed), bytes, the time
+ * of each phase summed over tasks, memory peaks and what made the output. Immutable value.
  */
 public record RunSummary(String status, String input, String inputFormat, String output, String outputFormat,
-    String pipeline, String backend, long rowsIn, long rowsOut, long bytesIn, long bytesOut, long batches,
-    double wallSeconds, Map<String, String> settings) {
+    String pipeline, String backend, long rowsIn, long rowsOut, long filesOut, long bytesIn, long bytesOut, long batches,
+    double wallSeconds, Map<String, Double> phaseSeconds, long budgetBytes, long peakBudgetBytes, long peakHeapBytes,
+    List<String> skipped, Map<String, String> provenance, Map<String, String> settings) {
 
   public double volumesPerSecond() {
     return wallSeconds > 0 ? rowsIn / wallSeconds : 0;
+  }
+
+  public double gbPerSecondIn() {
+    return wallSeconds > 0 ? bytesIn / wallSeconds / 1e9 : 0;
+  }
+
+  public double gbPerSecondOut() {
+    return wallSeconds > 0 ? bytesOut / wallSeconds / 1e9 : 0;
   }
 
   /** The summary as pretty JSON. */
@@ -30,11 +41,20 @@ public record RunSummary(String status, String input, String inputFormat, String
     m.put("backend", backend);
     m.put("rows_in", rowsIn);
     m.put("rows_out", rowsOut);
+    m.put("files_out", filesOut);
     m.put("bytes_in", bytesIn);
     m.put("bytes_out", bytesOut);
     m.put("batches", batches);
     m.put("wall_seconds", Math.round(wallSeconds * 1000) / 1000.0);
     m.put("volumes_per_second", Math.round(volumesPerSecond() * 10) / 10.0);
+    m.put("gb_per_second_in", Math.round(gbPerSecondIn() * 1000) / 1000.0);
+    m.put("gb_per_second_out", Math.round(gbPerSecondOut() * 1000) / 1000.0);
+    m.put("phase_seconds_summed_over_tasks", phaseSeconds);
+    m.put("memory_budget_bytes", budgetBytes);
+    m.put("peak_budget_bytes", peakBudgetBytes);
+    m.put("peak_heap_bytes", peakHeapBytes);
+    m.put("skipped_files", skipped);
+    m.put("provenance", provenance);
     m.put("settings", settings);
     try {
       return new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(m) + "\n";
@@ -45,18 +65,29 @@ public record RunSummary(String status, String input, String inputFormat, String
 
   /** The one-screen text summary. */
   public String toText() {
+    StringBuilder phases = new StringBuilder();
+    double total = phaseSeconds.values().stream().mapToDouble(Double::doubleValue).sum();
+    phaseSeconds.forEach((k, v) -> {
+      if (v > 0) {
+        phases.append(String.format("%n    %-16s %10.2f s  %5.1f%%", k, v, total > 0 ? 100 * v / total : 0));
+      }
+    });
     return String.join("\n",
         "volpool run summary",
         "  status        " + status,
         "  pipeline      " + pipeline,
         "  backend       " + backend,
-        "  input         " + input + " (" + inputFormat + ")",
+        "  input         " + input + " (" + inputFormat + ")" + (skipped.isEmpty() ? ""
+            : ", " + skipped.size() + " file(s) skipped (see the log)"),
         "  output        " + output + " (" + outputFormat + ")",
-        "  volumes       " + rowsIn + " in, " + rowsOut + " out, " + batches + " batches",
+        "  volumes       " + rowsIn + " in, " + rowsOut + " out, " + batches + " batches, " + filesOut + " files",
         "  bytes         " + mib(bytesIn) + " in, " + mib(bytesOut) + " out",
         String.format("  wall time     %.2f s", wallSeconds),
-        String.format("  throughput    %.1f volumes/s, %.1f MiB/s in", volumesPerSecond(),
-            wallSeconds > 0 ? bytesIn / 1048576.0 / wallSeconds : 0),
+        String.format("  throughput    %.1f volumes/s, %.3f GB/s in, %.3f GB/s out", volumesPerSecond(), gbPerSecondIn(),
+            gbPerSecondOut()),
+        "  memory        peak " + mib(peakBudgetBytes) + " of the " + mib(budgetBytes) + " budget, heap peak "
+            + mib(peakHeapBytes),
+        "  time by phase (summed over tasks):" + phases,
         "  summary file  " + output + "/_volpool_summary.json") + "\n";
   }
 

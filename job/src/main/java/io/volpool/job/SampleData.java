@@ -1,7 +1,6 @@
 package io.volpool.job;
 
-import io.volpool.spark.Shapes;
-import io.volpool.spark.TensorLayout;
+import io.volpool.io.TensorLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -43,12 +42,21 @@ public final class SampleData {
     return b.array();
   }
 
+  /** An {@code array<int>} value for Spark's row encoder (a Scala Seq). */
+  public static scala.collection.Seq<Integer> seq(int... dims) {
+    List<Integer> l = new ArrayList<>(dims.length);
+    for (int d : dims) {
+      l.add(d);
+    }
+    return scala.jdk.javaapi.CollectionConverters.asScala(l).toSeq();
+  }
+
   public static void write(SparkSession spark, String out, int count, int files) {
     List<Integer> idx = new ArrayList<>();
     for (int i = 0; i < count; i++) {
       idx.add(i);
     }
-    scala.collection.Seq<Integer> shape = Shapes.seq(SHAPE);
+    scala.collection.Seq<Integer> shape = seq(SHAPE);
     spark.createDataset(idx, org.apache.spark.sql.Encoders.INT()).repartition(files)
         .map((org.apache.spark.api.java.function.MapFunction<Integer, Row>) i ->
             RowFactory.create(String.format("vol-%06d", i), shape, "float32", volume(i, SHAPE)),

@@ -1,49 +1,69 @@
 package io.volpool.job;
 
+import io.volpool.backend.Phase;
 import io.volpool.format.SafeTensors;
+import io.volpool.io.CorruptInputException;
+import io.volpool.io.OutputSpec;
+import io.volpool.io.ParquetBatchWriter;
+import io.volpool.io.TensorLayout;
 import io.volpool.job.config.JobSettings;
 import io.volpool.job.config.SettingsException;
 import io.volpool.job.config.VolpoolOptions;
-import io.volpool.job.io.NpyToRows;
+import io.volpool.job.io.CommittedOutput;
+import io.volpool.job.io.InputPlanner;
 import io.volpool.job.io.ParquetInspector;
 import io.volpool.job.io.PathOverlap;
 import io.volpool.job.io.StagedOutput;
+import io.volpool.op.AvgPool3dSpec;
 import io.volpool.op.FusedModel;
 import io.volpool.op.FusedOp;
 import io.volpool.op.Pipeline;
 import io.volpool.op.Stage;
 import io.volpool.op.VolumeShape;
+import io.volpool.spark.BatchRunner;
 import io.volpool.spark.JobMetrics;
-import io.volpool.spark.NpyFileFunction;
-import io.volpool.spark.ParquetTensorFunction;
+import io.volpool.spark.PartitionRunner;
 import io.volpool.spark.RunSpec;
 import io.volpool.spark.SerializableHadoopConf;
-import io.volpool.spark.TensorLayout;
+import io.volpool.spark.TaskPlan;
+import io.volpool.spark.VolpoolOutputFormat;
 import java.io.IOException;
 import java.io.InputStream;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.TreeSet;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Encoders;
-import org.apache.spark.sql.Row;
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
+import org.apache.parquet.hadoop.metadata.CompressionCodecName;
+import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.SparkSession;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import scala.Tuple2;
+import scala.reflect.ClassTag$;
 
 /**
- * One run of the volpool job on a given SparkSession: read (Parquet or .npy), run the pipeline in
- * {@code mapPartitions}, write into a staging directory, then commit and write the summary.
- * Stateless apart from the session, which the caller owns.
+ * One run of the volpool job on a given SparkSession. The driver plans the tasks from the input's
+ * listing and footers ({@link InputPlanner}); each task reads its splits columnar, runs the
+ * pipeline in batches and writes through Hadoop's commit protocol into a staging folder
+ * ({@link VolpoolOutputFormat}); the driver then checks that what was committed is what was read
+ * ({@link CommittedOutput}), writes the summary and moves the staging folder into place. Stateless
+ * apart from the session, which the caller owns.
  */
 public final class VolpoolJob {
   private static final Logger LOG = LoggerFactory.getLogger(VolpoolJob.class);
-  /** Target bytes of one vectorized Parquet reader batch; large tensors get small batches. */
-  static final long READER_BATCH_BYTES = 64L << 20;
   public static final String SUMMARY_FILE = "_volpool_summary.json";
+  /** Parquet row groups of the output are cut after a batch once they hold this much. */
+  static final long ROW_GROUP_BYTES = 128L << 20;
 
   private VolpoolJob() {}
 
@@ -60,62 +80,132 @@ public final class VolpoolJob {
     return new Pipeline(stages);
   }
 
-  private static FusedOp loadFused(JobSettings s, Configuration conf) throws IOException {
+  private static byte[] readWeights(JobSettings s, Configuration conf) throws IOException {
     Path p = new Path(s.fusedWeights());
     FileSystem fs = p.getFileSystem(conf);
     if (!fs.exists(p)) {
       throw new SettingsException(VolpoolOptions.FUSED_WEIGHTS.key() + "=" + p + ": file not found");
     }
-    byte[] bytes;
-    try (InputStream in = fs.open(p)) {
-      bytes = in.readAllBytes();
+    if (fs.getFileStatus(p).isDirectory()) {
+      throw new SettingsException(VolpoolOptions.FUSED_WEIGHTS.key() + "=" + p + " is a folder; name the .safetensors"
+          + " file itself");
     }
+    try (InputStream in = fs.open(p)) {
+      return in.readAllBytes();
+    }
+  }
+
+  private static FusedOp loadFused(JobSettings s, Configuration conf) throws IOException {
+    byte[] bytes = readWeights(s, conf);
     try {
-      return FusedModel.load(SafeTensors.read(bytes, p.toString()), s.fusedParams());
+      return FusedModel.load(SafeTensors.read(bytes, s.fusedWeights()), s.fusedParams());
     } catch (IllegalArgumentException e) {
       throw new SettingsException(VolpoolOptions.FUSED_WEIGHTS.key() + ": " + e.getMessage(), e);
     }
   }
 
+  /** What made the output, recorded in every Parquet footer and in the summary. */
+  static Map<String, String> provenance(JobSettings s, Pipeline p, Configuration conf) throws IOException {
+    Map<String, String> m = new LinkedHashMap<>();
+    m.put("volpool.version", Version.VERSION);
+    m.put("volpool.pipeline", describe(p));
+    if (s.stageNames().contains("fused")) {
+      try {
+        m.put("volpool.model.sha256", HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
+            .digest(readWeights(s, conf))));
+      } catch (NoSuchAlgorithmException e) {
+        throw new IllegalStateException(e);
+      }
+      m.put("volpool.model", s.fusedWeights());
+    }
+    m.put("volpool.input", s.input());
+    return m;
+  }
+
+  /** The pipeline with every parameter, e.g. {@code fused(3->16, k=3, stride=2, ...),avgpool3d(kernel=3, ...)}. */
+  static String describe(Pipeline p) {
+    if (p.stages().isEmpty()) {
+      return "identity";
+    }
+    List<String> parts = new ArrayList<>();
+    for (Stage st : p.stages()) {
+      if (st instanceof FusedOp f) {
+        parts.add(String.format("fused(%d->%d, kernel=%d, stride=%d, padding=%d, output_padding=%d, pool_kernel=%d)",
+            f.inChannels(), f.outChannels(), f.kernel(), f.stride(), f.padding(), f.outputPadding(), f.poolKernel()));
+      } else if (st instanceof AvgPool3dSpec a) {
+        parts.add(String.format("avgpool3d(kernel=%d, stride=%d, padding=%d, ceil_mode=%s, count_include_pad=%s)",
+            a.kernel(), a.stride(), a.padding(), a.ceilMode(), a.countIncludePad()));
+      }
+    }
+    return String.join(",", parts);
+  }
+
+  /** Threads of the CPU backend: the setting, else the executor's cores. */
+  static int cpuThreads(JobSettings s, SparkSession spark) {
+    if (s.cpuThreads() > 0) {
+      return s.cpuThreads();
+    }
+    String master = spark.sparkContext().master();
+    if (master.startsWith("local")) {
+      return Math.max(1, spark.sparkContext().defaultParallelism());
+    }
+    return spark.sparkContext().getConf().getInt("spark.executor.cores", Runtime.getRuntime().availableProcessors());
+  }
+
   public static RunSummary run(SparkSession spark, JobSettings s) throws IOException {
     long t0 = System.nanoTime();
     Configuration conf = spark.sparkContext().hadoopConfiguration();
-    // Tensor payloads are large and random-looking: check page and row-group sizes after every row
-    // (so 512 MiB rows never pile up in the writer), and keep Parquet from copying whole tensors into
-    // min/max statistics or a dictionary (each would hold another copy of every value in memory).
-    conf.setInt("parquet.page.size.row.check.min", 1);
-    conf.setBoolean("parquet.column.statistics.enabled#" + TensorLayout.DATA, false);
-    conf.setBoolean("parquet.enable.dictionary#" + TensorLayout.DATA, false);
     // before anything is read, written or deleted: the output may not be, contain or lie inside what the job reads
     PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.input(), VolpoolOptions.INPUT.key(), conf);
     if (s.stageNames().contains("fused")) {
       PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.fusedWeights(), VolpoolOptions.FUSED_WEIGHTS.key(), conf);
     }
+    refuseLocalOutputOnCluster(spark, s, conf);
     Pipeline pipeline = pipeline(s, conf);
-    RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), s.cpuThreads(), s.gpuTasksPerDevice());
     Path inputPath = new Path(s.input());
     FileSystem inFs = inputPath.getFileSystem(conf);
     if (!inFs.exists(inputPath)) {
       throw new SettingsException(VolpoolOptions.INPUT.key() + "=" + s.input() + ": path not found");
     }
-    String inputRoot = inFs.makeQualified(inputPath).toString();
+    boolean npyIn = s.inputFormat().equals("npy");
+    long maxPartition = spark.sparkContext().getConf().getSizeAsBytes("spark.sql.files.maxPartitionBytes", "128m");
+    long openCost = spark.sparkContext().getConf().getSizeAsBytes("spark.sql.files.openCostInBytes", "4m");
+    int cores = spark.sparkContext().defaultParallelism();
+    InputPlanner.Plan plan = npyIn ? InputPlanner.npy(s.input(), conf, maxPartition, openCost, cores)
+        : InputPlanner.parquet(s.input(), conf, maxPartition, openCost, cores);
+    if (!plan.skipped().isEmpty()) {
+      LOG.warn("volpool: {} file(s) in {} are not input and were skipped: {}", plan.skipped().size(), s.input(),
+          String.join(", ", plan.skipped().subList(0, Math.min(20, plan.skipped().size())))
+              + (plan.skipped().size() > 20 ? ", ..." : ""));
+    }
+    TensorLayout layout = npyIn || plan.first() == null ? null : layout(s, plan.first(), conf);
+    boolean npyOut = s.outputFormat().equals("npy");
+    OutputSpec outSpec = new OutputSpec(s.outputFormat(),
+        (layout == null ? TensorLayout.npyOutputSchema() : layout.outputSchema()).toString(),
+        layout == null ? List.of(TensorLayout.ID) : layout.passthrough(), codec(s), ROW_GROUP_BYTES,
+        provenance(s, pipeline, conf));
+    RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuStreams(),
+        s.memoryBudget(), s.inputFormat(), layout, s.npyMaxHeaderBytes(), npyOut ? 0 : ParquetBatchWriter.GAP);
     StagedOutput out = StagedOutput.prepare(s.output(), s.overwrite(), conf);
-    JobMetrics metrics = new JobMetrics(spark.sparkContext().longAccumulator("volumesIn"),
-        spark.sparkContext().longAccumulator("volumesOut"), spark.sparkContext().longAccumulator("bytesIn"),
-        spark.sparkContext().longAccumulator("bytesOut"), spark.sparkContext().longAccumulator("batches"),
-        spark.sparkContext().collectionAccumulator("backends"));
-    LOG.info("volpool: {} -> {} with pipeline {} (device={}), staging in {}", s.input(), out.output(),
-        pipeline.describe(), s.device(), out.staging());
-    try {
-      if (s.inputFormat().equals("npy") && s.outputFormat().equals("npy")) {
-        writeNpyFiles(spark, s, spec, inputRoot, out, metrics);
-      } else {
-        Rows in = s.inputFormat().equals("npy") ? npyRows(spark, s, inputRoot) : parquetRows(spark, s, conf);
-        Dataset<Row> result = in.rows().mapPartitions(new ParquetTensorFunction(spec, in.layout(), metrics),
-            Encoders.row(in.layout().outputSchema()));
-        result.write().option("compression", s.outputCompression()).parquet(out.staging().toString());
-      }
-      RunSummary summary = summary(s, out, metrics, pipeline, (System.nanoTime() - t0) / 1e9);
+    JobMetrics metrics = JobMetrics.register(spark.sparkContext());
+    LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}", s.input(),
+        out.output(), describe(pipeline), s.device(), plan.files(), plan.tasks().size(), out.staging());
+    try (Progress progress = new Progress(spark.sparkContext(), metrics, plan.rows())) {
+      JavaPairRDD<Void, BatchRunner.Finished> batches = tasks(spark, plan, conf)
+          .mapPartitionsToPair(new PartitionRunner(spec, new SerializableHadoopConf(conf), metrics));
+      Job job = Job.getInstance(conf);
+      job.setOutputFormatClass(VolpoolOutputFormat.class);
+      job.setOutputKeyClass(Void.class);
+      job.setOutputValueClass(BatchRunner.Finished.class);
+      FileOutputFormat.setOutputPath(job, out.staging());
+      VolpoolOutputFormat.setSpec(job.getConfiguration(), outSpec);
+      batches.saveAsNewAPIHadoopDataset(job.getConfiguration());
+      LOG.info(progress.line());
+      long tc = System.nanoTime();
+      CommittedOutput committed = CommittedOutput.count(out.staging(), npyOut, conf);
+      CommittedOutput.check(committed, plan, metrics, npyIn, npyOut, out.output().toString());
+      RunSummary summary = summary(s, out, metrics, pipeline, plan, committed, outSpec.metadata(),
+          (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, spec);
       out.writeText(SUMMARY_FILE, summary.toJson());
       out.commit();
       return summary;
@@ -126,42 +216,55 @@ public final class VolpoolJob {
     }
   }
 
-  /** .npy in, .npy out: one output file per input file, written by the tasks into the staging directory. */
-  private static void writeNpyFiles(SparkSession spark, JobSettings s, RunSpec spec, String inputRoot,
-      StagedOutput out, JobMetrics metrics) throws IOException {
-    Configuration conf = spark.sparkContext().hadoopConfiguration();
-    NpyFileFunction fn = new NpyFileFunction(spec, inputRoot, out.staging().toString(),
-        new SerializableHadoopConf(conf), metrics);
-    List<Row> results = npyFiles(spark, s.input()).mapPartitions(fn, Encoders.row(NpyFileFunction.RESULT_SCHEMA))
-        .collectAsList();
-    LOG.info("volpool: wrote {} .npy files", results.size());
-    FileSystem ofs = out.staging().getFileSystem(conf);
-    ofs.mkdirs(out.staging());
-    ofs.create(new Path(out.staging(), "_SUCCESS"), true).close();
-  }
-
-  /** Input rows and where their tensors are. */
-  private record Rows(Dataset<Row> rows, TensorLayout layout) {}
-
-  /** .npy files as binary-layout rows, one per volume. */
-  private static Rows npyRows(SparkSession spark, JobSettings s, String inputRoot) {
-    Dataset<Row> rows = npyFiles(spark, s.input()).flatMap(new NpyToRows(inputRoot), Encoders.row(NpyToRows.SCHEMA));
-    return new Rows(rows, TensorLayout.detect(NpyToRows.SCHEMA, null, null));
-  }
-
-  /**
-   * Parquet rows, with the reader's batch size set from the largest row in the footers and the
-   * tensor layout detected (a fixed-shape tensor column's shape from the settings or ARROW:schema).
-   */
-  private static Rows parquetRows(SparkSession spark, JobSettings s, Configuration conf) throws IOException {
-    ParquetInspector.Facts facts = ParquetInspector.inspect(s.input(), conf);
-    if (facts.maxRowBytes() > 0) {
-      long batch = Math.max(1, Math.min(4096, READER_BATCH_BYTES / facts.maxRowBytes()));
-      spark.conf().set("spark.sql.parquet.columnarReaderBatchSize", String.valueOf(batch));
-      LOG.info("volpool: largest input row about {} bytes; Parquet reader batches of {} rows", facts.maxRowBytes(),
-          batch);
+  /** One RDD partition per task plan, with the hosts of its first file's data where the filesystem has hosts. */
+  private static JavaRDD<TaskPlan> tasks(SparkSession spark, InputPlanner.Plan plan, Configuration conf)
+      throws IOException {
+    List<Tuple2<TaskPlan, scala.collection.immutable.Seq<String>>> withHosts = new ArrayList<>();
+    for (TaskPlan t : plan.tasks()) {
+      withHosts.add(new Tuple2<>(t, scala.jdk.javaapi.CollectionConverters.asScala(hosts(t, conf)).toList()));
     }
-    Dataset<Row> rows = spark.read().parquet(s.input());
+    return spark.sparkContext().makeRDD(scala.jdk.javaapi.CollectionConverters.asScala(withHosts).toSeq(),
+        ClassTag$.MODULE$.apply(TaskPlan.class)).toJavaRDD();
+  }
+
+  private static List<String> hosts(TaskPlan t, Configuration conf) throws IOException {
+    String path = !t.splits().isEmpty() ? t.splits().get(0).path() : t.files().isEmpty() ? null : t.files().get(0).path();
+    if (path == null) {
+      return List.of();
+    }
+    Path p = new Path(path);
+    FileSystem fs = p.getFileSystem(conf);
+    if ("file".equals(fs.getScheme())) {
+      return List.of();
+    }
+    long start = !t.splits().isEmpty() ? t.splits().get(0).start() : 0;
+    var locs = fs.getFileBlockLocations(fs.getFileStatus(p), start, 1);
+    List<String> hosts = new ArrayList<>();
+    for (var l : locs) {
+      for (String h : l.getHosts()) {
+        if (!h.equals("localhost")) {
+          hosts.add(h);
+        }
+      }
+    }
+    return hosts;
+  }
+
+  private static String codec(JobSettings s) {
+    String c = s.outputCompression();
+    return (c.equals("uncompressed") ? CompressionCodecName.UNCOMPRESSED
+        : c.equals("lz4") ? CompressionCodecName.LZ4_RAW : CompressionCodecName.valueOf(c.toUpperCase(java.util.Locale.ROOT)))
+        .name();
+  }
+
+  /** The layout of the input, from the first file's footer and the settings. */
+  private static TensorLayout layout(JobSettings s, Path first, Configuration conf) throws IOException {
+    ParquetInspector.Facts facts;
+    try {
+      facts = ParquetInspector.inspect(first, conf);
+    } catch (IOException | RuntimeException e) {
+      throw new CorruptInputException(first + ": not a readable Parquet file: " + e.getMessage());
+    }
     String col = s.tensorColumn();
     VolumeShape fixed = s.tensorShape();
     if (fixed == null) {
@@ -172,22 +275,40 @@ public final class VolpoolJob {
       fixed = c == null ? null : facts.tensorShapes().get(c);
     }
     try {
-      return new Rows(rows, TensorLayout.detect(rows.schema(), col, fixed));
+      return TensorLayout.detect(facts.schema(), col, fixed);
     } catch (IllegalArgumentException e) {
-      throw new SettingsException("input " + s.input() + ": " + e.getMessage(), e);
+      throw new SettingsException("input " + s.input() + " (" + first.getName() + "): " + e.getMessage(), e);
     }
   }
 
-  private static Dataset<Row> npyFiles(SparkSession spark, String input) {
-    return spark.read().format("binaryFile").option("pathGlobFilter", "*.npy").option("recursiveFileLookup", "true")
-        .load(input).select("path", "content");
+  /** A {@code file:} output on a cluster master lands on each executor's own disk: refuse it unless declared shared. */
+  private static void refuseLocalOutputOnCluster(SparkSession spark, JobSettings s, Configuration conf) throws IOException {
+    String master = spark.sparkContext().master();
+    if (master.startsWith("local") || s.outputSharedFilesystem()) {
+      return;
+    }
+    Path p = new Path(s.output());
+    if ("file".equals(p.getFileSystem(conf).getScheme())) {
+      throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + s.output() + " is on the local filesystem but the"
+          + " job runs on the cluster " + master + ": each executor would write to its own disk and the driver would"
+          + " find nothing. Write to a shared filesystem (hdfs://, s3a://, ...), or set "
+          + VolpoolOptions.OUTPUT_SHARED_FS.key() + "=true if " + s.output() + " is the same shared mount on every host");
+    }
   }
 
-  private static RunSummary summary(JobSettings s, StagedOutput out, JobMetrics m, Pipeline p, double secs) {
+  private static RunSummary summary(JobSettings s, StagedOutput out, JobMetrics m, Pipeline p, InputPlanner.Plan plan,
+      CommittedOutput committed, Map<String, String> provenance, double secs, long driverCommitNanos, RunSpec spec) {
     TreeSet<String> backends = new TreeSet<>(m.backends().value());
     String backend = backends.isEmpty() ? "none (no input volumes)" : String.join(", ", backends);
+    long[] ns = m.phaseNanos().value();
+    ns[Phase.COMMIT.ordinal()] += driverCommitNanos;
+    Map<String, Double> phases = new LinkedHashMap<>();
+    for (Phase ph : Phase.values()) {
+      phases.put(ph.label(), Math.round(ns[ph.ordinal()] / 1e6) / 1e3);
+    }
     return new RunSummary("succeeded", s.input(), s.inputFormat(), out.output().toString(), s.outputFormat(),
-        p.describe(), backend, m.volumesIn().value(), m.volumesOut().value(), m.bytesIn().value(), m.bytesOut().value(),
-        m.batches().value(), secs, s.effective());
+        p.describe(), backend, m.volumesRead().value(), committed.volumes(), committed.files(), m.bytesIn().value(),
+        m.bytesOut().value(), m.batches().value(), secs, phases, spec.budgetBytes(), m.peakBudgetBytes().value(),
+        m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective());
   }
 }

@@ -1,11 +1,12 @@
 package io.volpool.job;
 
 import io.volpool.backend.Backends;
-import io.volpool.format.TensorFormatException;
 import io.volpool.job.config.JobSettings;
 import io.volpool.job.config.SettingsException;
 import io.volpool.job.config.VolpoolOptions;
-import io.volpool.spark.BadRecordException;
+import io.volpool.io.BadRecordException;
+import io.volpool.io.CorruptInputException;
+import io.volpool.memory.MemoryBudgetException;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.Reader;
@@ -134,24 +135,39 @@ public final class VolpoolMain {
   static int report(Throwable t, PrintStream err) {
     for (Throwable c = t; c != null; c = c.getCause()) {
       if (c instanceof SettingsException) {
-        err.println("volpool: FAILED: invalid settings: " + c.getMessage());
+        err.println("volpool: FAILED: invalid settings: " + text(c));
         err.println("volpool: see the settings table in README.md, or run with --help");
         return EXIT_SETTINGS;
       }
-      if (c instanceof BadRecordException) {
-        err.println("volpool: FAILED: " + c.getMessage());
-        err.println("volpool: no output was written; fix or remove that record and rerun");
+      if (c instanceof MemoryBudgetException) {
+        err.println("volpool: FAILED: " + text(c));
+        err.println("volpool: nothing was written to the output; see \"Memory\" in README.md");
+        return EXIT_SETTINGS;
+      }
+      if (c instanceof BadRecordException || c instanceof CorruptInputException) {
+        err.println("volpool: FAILED: " + text(c));
+        err.println("volpool: no output was written; fix or remove that " + (c instanceof BadRecordException ? "record"
+            : "file") + " and rerun");
         return EXIT_BAD_RECORD;
       }
     }
     for (Throwable c = t; c != null; c = c.getCause()) {
-      // volpool's own runtime errors (no usable GPU, GPU memory, CUDA calls) carry a complete message
+      if (c instanceof OutOfMemoryError || String.valueOf(c.getMessage()).contains("java.lang.OutOfMemoryError")
+          || String.valueOf(c.getMessage()).contains("exited with code 52")) {
+        err.println("volpool: FAILED: a JVM ran out of memory (" + text(c).lines().findFirst().orElse("") + "); give the"
+            + " driver and executors more memory (VOLPOOL_JAVA_OPTS=-Xmx16g for scripts/volpool, spark.executor.memory on"
+            + " a cluster) or lower spark.volpool.memory.budget or spark.volpool.batchSize; see \"Memory\" in README.md");
+        return EXIT_FAILED;
+      }
+    }
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      // volpool's own runtime errors (no usable GPU, GPU memory, CUDA calls, output checks) carry a complete message
       StackTraceElement[] st = c.getStackTrace();
       boolean ours = c.getClass().getName().startsWith("io.volpool.")
           || (st.length > 0 && st[0].getClassName().startsWith("io.volpool.") && c instanceof IllegalStateException);
-      if (ours && !(c instanceof BadRecordException)) {
-        err.println("volpool: FAILED: " + c.getMessage());
-        return c instanceof SettingsException ? EXIT_SETTINGS : EXIT_FAILED;
+      if (ours) {
+        err.println("volpool: FAILED: " + text(c));
+        return EXIT_FAILED;
       }
     }
     String text = String.valueOf(t.getMessage());
@@ -165,16 +181,17 @@ public final class VolpoolMain {
     while (root.getCause() != null && root.getCause() != root) {
       root = root.getCause();
     }
-    if (root instanceof TensorFormatException || root instanceof IllegalArgumentException) {
-      err.println("volpool: FAILED: " + root.getMessage());
-      return EXIT_SETTINGS;
-    }
-    err.println("volpool: FAILED: " + t);
-    if (root != t) {
-      err.println("volpool: caused by: " + root);
-    }
+    err.println("volpool: FAILED: unexpected error " + text(root) + (root != t ? " (in " + t.getClass().getName() + ")"
+        : "") + "; no output was written; the stack trace follows; if it names a file or a setting, fix that and rerun,"
+        + " else report it with the log");
     t.printStackTrace(err);
     return EXIT_FAILED;
+  }
+
+  /** The message of {@code t}, or its type when it has none (never "null"). */
+  static String text(Throwable t) {
+    String m = t.getMessage();
+    return m == null || m.isBlank() ? t.getClass().getName() : m;
   }
 
   static String usage() {

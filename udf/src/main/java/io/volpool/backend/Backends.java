@@ -3,20 +3,22 @@ package io.volpool.backend;
 import io.volpool.cpu.CpuBackend;
 import io.volpool.cuda.CudaBackend;
 import io.volpool.cuda.CudaUnavailableException;
+import io.volpool.memory.MemoryBudget;
 import java.util.HashMap;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Chooses the backend once per executor JVM and keeps it for the JVM's life (like Iceberg's
- * executor cache): {@code gpu} must get CUDA or fail saying why, {@code cpu} always gets the
- * CPU, {@code auto} tries CUDA and falls back to the CPU, logging the reason and how to get the
- * fast path. The instances live until JVM shutdown, when a hook closes them.
+ * The one place that chooses the backend, once per executor JVM and setting, and keeps it for the
+ * JVM's life (like Iceberg's executor cache): {@code gpu} must get CUDA or fail saying why,
+ * {@code cpu} always gets the CPU, {@code auto} tries CUDA and falls back to the CPU, logging the
+ * reason and how to get the fast path. The instances live until JVM shutdown, when a hook closes them.
  */
 public final class Backends {
   private static final Logger LOG = LoggerFactory.getLogger(Backends.class);
   private static final Map<String, Backend> CACHE = new HashMap<>();
+  private static final Map<String, MemoryBudget> BUDGETS = new HashMap<>();
   private static boolean hookInstalled;
 
   private Backends() {}
@@ -25,16 +27,23 @@ public final class Backends {
    * The JVM's backend for this device choice.
    *
    * @param device {@code auto}, {@code cpu} or {@code gpu}
-   * @param cpuThreads threads for the CPU backend (0: all cores)
-   * @param gpuTasksPerDevice how many tasks may use one GPU at once
+   * @param cpuThreads threads for the CPU backend (at least 1)
+   * @param gpuStreams batches one GPU runs at once
+   * @param budget the executor's memory budget, which the backend's buffer pools draw on
    * @throws IllegalStateException for {@code gpu} when no usable CUDA device exists, with the reason
    */
-  public static synchronized Backend get(String device, int cpuThreads, int gpuTasksPerDevice) {
-    String key = device + "/" + cpuThreads + "/" + gpuTasksPerDevice;
+  public static synchronized Backend get(String device, int cpuThreads, int gpuStreams, MemoryBudget budget) {
+    String key = device + "/" + cpuThreads + "/" + gpuStreams;
     Backend b = CACHE.get(key);
+    if (b != null && BUDGETS.get(key) != budget) {
+      // the budget was resized between jobs of this JVM: the backend's pools must draw on the new one
+      b.close();
+      b = null;
+    }
     if (b == null) {
-      b = create(device, cpuThreads, gpuTasksPerDevice);
+      b = create(device, cpuThreads, gpuStreams, budget);
       CACHE.put(key, b);
+      BUDGETS.put(key, budget);
       if (!hookInstalled) {
         hookInstalled = true;
         Runtime.getRuntime().addShutdownHook(new Thread(Backends::closeAll, "volpool-backend-close"));
@@ -43,15 +52,15 @@ public final class Backends {
     return b;
   }
 
-  private static Backend create(String device, int cpuThreads, int gpuTasksPerDevice) {
+  private static Backend create(String device, int cpuThreads, int gpuStreams, MemoryBudget budget) {
     switch (device) {
       case "cpu":
-        LOG.info("volpool backend: CPU (spark.volpool.device=cpu)");
-        return CpuBackend.fast(cpuThreads);
+        LOG.info("volpool backend: CPU with {} threads (spark.volpool.device=cpu)", cpuThreads);
+        return CpuBackend.fast(cpuThreads, budget);
       case "gpu":
         try {
-          Backend g = CudaBackend.create(gpuTasksPerDevice);
-          LOG.info("volpool backend: {} (spark.volpool.device=gpu)", g.name());
+          Backend g = CudaBackend.create(gpuStreams, budget);
+          LOG.info("volpool backend: CUDA, {} device(s) visible (spark.volpool.device=gpu)", g.deviceCount());
           return g;
         } catch (CudaUnavailableException e) {
           throw new IllegalStateException("spark.volpool.device=gpu but no usable CUDA GPU: " + e.getMessage()
@@ -59,15 +68,15 @@ public final class Backends {
         }
       case "auto":
         try {
-          Backend g = CudaBackend.create(gpuTasksPerDevice);
-          LOG.info("volpool backend: {} (spark.volpool.device=auto found a GPU)", g.name());
+          Backend g = CudaBackend.create(gpuStreams, budget);
+          LOG.info("volpool backend: CUDA, {} device(s) visible (spark.volpool.device=auto found a GPU)", g.deviceCount());
           return g;
         } catch (CudaUnavailableException | LinkageError e) {
           LOG.warn("volpool backend: CPU, because the GPU backend is unavailable: {}. To use a GPU: run on a host"
               + " with an NVIDIA driver 580+ (CUDA 13) and linux-x86_64, and give executors a GPU"
               + " (spark.executor.resource.gpu.amount=1, spark.task.resource.gpu.amount); see the README.",
               e.getMessage());
-          return CpuBackend.fast(cpuThreads);
+          return CpuBackend.fast(cpuThreads, budget);
         }
       default:
         throw new IllegalArgumentException("spark.volpool.device must be auto, cpu or gpu, got '" + device + "'");
@@ -80,9 +89,10 @@ public final class Backends {
       try {
         b.close();
       } catch (RuntimeException e) {
-        LOG.warn("closing backend {} failed: {}", b.name(), e.toString());
+        LOG.warn("closing backend {} failed: {}", b.name(0), e.toString());
       }
     }
     CACHE.clear();
+    BUDGETS.clear();
   }
 }

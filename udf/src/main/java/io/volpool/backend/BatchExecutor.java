@@ -1,28 +1,33 @@
 package io.volpool.backend;
 
-import java.nio.ByteBuffer;
-
 /**
- * Runs one pipeline on batches of same-shape volumes through a few buffer slots, so that filling
- * one slot can overlap the work on another. Protocol per slot: write little-endian float32 volumes
- * into {@link #input(int)}, {@link #submit(int, int)}, then read {@link #output(int)} (which waits
- * for the work). Owned and closed by the caller; not thread-safe (one task thread drives it).
+ * Runs one pipeline on batches of same-shape volumes for one task. Batches draw their host buffers
+ * from the backend's memory budget when they are made and give them back when closed, so the
+ * budget admits batches, not tasks; device resources (GPU streams and device buffers) are held
+ * only from {@link #submit} until the batch's output has been collected. Owned and closed by the
+ * caller; driven by one task thread.
  */
 public interface BatchExecutor extends AutoCloseable {
-  /** How many slots may be in flight at once (1 means no overlap). */
-  int slots();
-
-  /** The most volumes one slot takes. */
+  /** The most volumes one batch takes. */
   int maxBatch();
 
-  /** The slot's input buffer, cleared, little-endian, with room for {@link #maxBatch()} volumes. */
-  ByteBuffer input(int slot);
+  /** Host bytes one full batch holds (input, output and, on the CPU, intermediates). */
+  long batchBytes();
 
-  /** Starts the pipeline on the first {@code n} volumes written to the slot's input. */
-  void submit(int slot, int n);
+  /**
+   * A new empty batch.
+   *
+   * @param mayWait wait for room in the memory budget; else return null when there is none now
+   * @throws io.volpool.memory.MemoryBudgetException when one batch can never fit the budget
+   */
+  Batch newBatch(boolean mayWait);
 
-  /** Waits for the slot's work and returns its output: {@code n} volumes, little-endian, position 0. */
-  ByteBuffer output(int slot);
+  /**
+   * Starts the pipeline on the first {@code n} volumes written to {@code b}.
+   *
+   * @param mayWait wait for the device; else return false, starting nothing, when it is busy
+   */
+  boolean submit(Batch b, int n, boolean mayWait);
 
   @Override
   void close();

@@ -1,7 +1,13 @@
 package io.volpool.cpu;
 
 import io.volpool.backend.Backend;
+import io.volpool.backend.Batch;
 import io.volpool.backend.BatchExecutor;
+import io.volpool.backend.Phase;
+import io.volpool.backend.PhaseTimes;
+import io.volpool.backend.VolumeSink;
+import io.volpool.memory.BufferPool;
+import io.volpool.memory.MemoryBudget;
 import io.volpool.op.AvgPool3dSpec;
 import io.volpool.op.FusedOp;
 import io.volpool.op.Pipeline;
@@ -14,7 +20,10 @@ import java.util.concurrent.ForkJoinPool;
 
 /**
  * The CPU backend: runs each stage of a pipeline over the whole batch with {@link VolumeKernels}.
- * Owns the thread pool of the fast kernels; one instance per JVM, closed by {@link io.volpool.backend.Backends}.
+ * Readers write volumes straight into the batch's first float array (converted from little-endian
+ * bytes on the way in); the last stage's floats are written to a byte buffer with the caller's gap
+ * before each volume. Owns the thread pool of the fast kernels and a pool of batch buffers counted
+ * against the memory budget; one instance per JVM, closed by {@link io.volpool.backend.Backends}.
  */
 public final class CpuBackend implements Backend {
   /** Target bytes of the largest per-stage array of one batch when the user sets no batch size. */
@@ -23,43 +32,84 @@ public final class CpuBackend implements Backend {
   private final VolumeKernels kernels;
   private final ForkJoinPool pool;
   private final String name;
+  private final BufferPool<Layout, Buffers> buffers;
 
-  private CpuBackend(VolumeKernels kernels, ForkJoinPool pool, String name) {
+  /** The arrays of one batch: one float array per pipeline shape, and the output bytes. */
+  private record Layout(List<Long> floats, long outBytes) {
+    long bytes() {
+      return floats.stream().mapToLong(f -> f * Float.BYTES).sum() + outBytes;
+    }
+  }
+
+  private record Buffers(float[][] arrays, ByteBuffer out) {}
+
+  private CpuBackend(VolumeKernels kernels, ForkJoinPool pool, String name, MemoryBudget budget) {
     this.kernels = kernels;
     this.pool = pool;
     this.name = name;
+    this.buffers = new BufferPool<>(budget, new BufferPool.Allocator<>() {
+      @Override
+      public long bytes(Layout key) {
+        return key.bytes();
+      }
+
+      @Override
+      public Buffers allocate(Layout key) {
+        float[][] a = new float[key.floats().size()][];
+        for (int i = 0; i < a.length; i++) {
+          a[i] = new float[Math.toIntExact(key.floats().get(i))];
+        }
+        return new Buffers(a, ByteBuffer.allocate(Math.toIntExact(key.outBytes())).order(ByteOrder.LITTLE_ENDIAN));
+      }
+
+      @Override
+      public void free(Buffers b) {
+        // heap: the collector takes it
+      }
+    });
   }
 
   /** The fast multi-threaded backend; {@code threads <= 0} means one thread per available core. */
-  public static CpuBackend fast(int threads) {
+  public static CpuBackend fast(int threads, MemoryBudget budget) {
     int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
     ForkJoinPool pool = new ForkJoinPool(t);
-    return new CpuBackend(new FastKernels(pool), pool, "cpu (" + t + " threads)");
+    return new CpuBackend(new FastKernels(pool), pool, "cpu (" + t + " threads)", budget);
+  }
+
+  /** The fast backend with a budget of its own (tests and tools). */
+  public static CpuBackend fast(int threads) {
+    return fast(threads, new MemoryBudget(MemoryBudget.defaultLimit()));
   }
 
   /** The plain float64 reference backend (single-threaded, slow): for checking, not for production. */
   public static CpuBackend reference() {
-    return new CpuBackend(new ReferenceKernels(), null, "cpu-reference");
+    return new CpuBackend(new ReferenceKernels(), null, "cpu-reference", new MemoryBudget(MemoryBudget.defaultLimit()));
   }
 
   @Override
-  public String name() {
+  public String name(int device) {
     return name;
   }
 
   @Override
-  public int suggestBatch(Pipeline pipeline, VolumeShape input) {
+  public int deviceCount() {
+    return 1;
+  }
+
+  @Override
+  public int suggestBatch(Pipeline pipeline, VolumeShape input, int device) {
     long largest = pipeline.shapes(input).stream().mapToLong(VolumeShape::bytes).max().orElse(input.bytes());
     return (int) Math.max(1, Math.min(1024, AUTO_BATCH_BYTES / largest));
   }
 
   @Override
-  public BatchExecutor open(Pipeline pipeline, VolumeShape input, int maxBatch) {
-    return new Executor(pipeline, input, maxBatch);
+  public BatchExecutor open(Pipeline pipeline, VolumeShape input, int maxBatch, int device, int outputGap) {
+    return new Executor(pipeline, input, maxBatch, outputGap);
   }
 
   @Override
   public void close() {
+    buffers.close();
     if (pool != null) {
       pool.shutdown();
     }
@@ -93,32 +143,26 @@ public final class CpuBackend implements Backend {
     private final Pipeline pipeline;
     private final List<VolumeShape> shapes;
     private final int maxBatch;
-    private final float[][] arrays;
-    private final ByteBuffer in;
-    private final ByteBuffer out;
-    private int pending = -1;
+    private final int gap;
+    private final Layout layout;
+    private final String what;
 
-    Executor(Pipeline pipeline, VolumeShape input, int maxBatch) {
+    Executor(Pipeline pipeline, VolumeShape input, int maxBatch, int gap) {
       this.pipeline = pipeline;
       this.shapes = pipeline.shapes(input);
+      this.gap = gap;
       long largest = shapes.stream().mapToLong(VolumeShape::numel).max().orElseThrow();
       if (largest > Integer.MAX_VALUE - 8) {
         throw new IllegalArgumentException("volume of shape " + input + " needs " + largest
             + " floats in one pipeline stage; the CPU backend holds at most " + (Integer.MAX_VALUE - 8) + " per array");
       }
-      this.maxBatch = (int) Math.max(1, Math.min(maxBatch, (Integer.MAX_VALUE - 8) / largest));
-      this.arrays = new float[shapes.size()][];
-      for (int i = 0; i < shapes.size(); i++) {
-        arrays[i] = new float[(int) (this.maxBatch * shapes.get(i).numel())];
-      }
-      this.in = ByteBuffer.allocate(Math.toIntExact(this.maxBatch * input.bytes())).order(ByteOrder.LITTLE_ENDIAN);
       VolumeShape o = shapes.get(shapes.size() - 1);
-      this.out = ByteBuffer.allocate(Math.toIntExact(this.maxBatch * o.bytes())).order(ByteOrder.LITTLE_ENDIAN);
-    }
-
-    @Override
-    public int slots() {
-      return 1;
+      long outLimit = (Integer.MAX_VALUE - 8) / (gap + o.bytes());
+      this.maxBatch = (int) Math.max(1, Math.min(Math.min(maxBatch, (Integer.MAX_VALUE - 8) / largest), outLimit));
+      // identity: volumes go straight into the output bytes, no float arrays
+      this.layout = new Layout(pipeline.stages().isEmpty() ? List.of()
+          : shapes.stream().map(s -> this.maxBatch * s.numel()).toList(), this.maxBatch * (gap + o.bytes()));
+      this.what = "a CPU batch of " + this.maxBatch + " volumes " + input + " through " + pipeline.describe();
     }
 
     @Override
@@ -127,47 +171,196 @@ public final class CpuBackend implements Backend {
     }
 
     @Override
-    public ByteBuffer input(int slot) {
-      in.clear();
-      return in;
+    public long batchBytes() {
+      return layout.bytes();
     }
 
     @Override
-    public void submit(int slot, int n) {
+    public Batch newBatch(boolean mayWait) {
+      Buffers b = buffers.take(layout, mayWait, () -> what);
+      return b == null ? null : new CpuBatch(b);
+    }
+
+    @Override
+    public boolean submit(Batch batch, int n, boolean mayWait) {
+      CpuBatch b = (CpuBatch) batch;
       if (n < 1 || n > maxBatch) {
         throw new IllegalArgumentException("batch of " + n + " volumes; this executor takes 1.." + maxBatch);
       }
       VolumeShape s0 = shapes.get(0);
-      if (in.position() != n * s0.bytes()) {
-        throw new IllegalStateException("slot input holds " + in.position() + " bytes, expected " + n + " volumes of "
-            + s0 + " = " + n * s0.bytes());
+      if (b.sink.position() != n * s0.bytes()) {
+        throw new IllegalStateException("batch input holds " + b.sink.position() + " bytes, expected " + n
+            + " volumes of " + s0 + " = " + n * s0.bytes());
       }
-      ByteBuffer src = in.duplicate().order(ByteOrder.LITTLE_ENDIAN);
-      src.flip();
-      src.asFloatBuffer().get(arrays[0], 0, (int) (n * s0.numel()));
+      b.n = n;
+      if (pipeline.stages().isEmpty()) {
+        return true;
+      }
+      long t0 = System.nanoTime();
+      float[][] a = b.buffers.arrays();
       for (int i = 0; i < pipeline.stages().size(); i++) {
-        apply(pipeline.stages().get(i), shapes.get(i), arrays[i], n, arrays[i + 1]);
+        apply(pipeline.stages().get(i), shapes.get(i), a[i], n, a[i + 1]);
       }
-      float[] last = arrays[arrays.length - 1];
-      int count = (int) (n * shapes.get(shapes.size() - 1).numel());
+      float[] last = a[a.length - 1];
+      VolumeShape o = shapes.get(shapes.size() - 1);
+      ByteBuffer out = b.buffers.out();
       out.clear();
-      out.asFloatBuffer().put(last, 0, count);
-      out.limit(count * Float.BYTES);
-      pending = n;
-    }
-
-    @Override
-    public ByteBuffer output(int slot) {
-      if (pending < 0) {
-        throw new IllegalStateException("output() before submit()");
+      int numel = (int) o.numel();
+      for (int i = 0; i < n; i++) {
+        out.position((int) (i * (gap + o.bytes()) + gap));
+        out.asFloatBuffer().put(last, i * numel, numel);
       }
-      pending = -1;
-      return out.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+      b.times.add(Phase.KERNELS, System.nanoTime() - t0);
+      return true;
     }
 
     @Override
     public void close() {
-      // heap buffers only
+      // batches give their buffers back themselves
+    }
+
+    private final class CpuBatch implements Batch {
+      final Buffers buffers;
+      final VolumeSink sink;
+      final PhaseTimes times = new PhaseTimes();
+      int n = -1;
+      boolean closed;
+
+      CpuBatch(Buffers buffers) {
+        this.buffers = buffers;
+        this.sink = pipeline.stages().isEmpty() ? new StridedSink(buffers.out(), gap, shapes.get(0).bytes())
+            : new FloatSink(buffers.arrays()[0]);
+      }
+
+      @Override
+      public VolumeSink input() {
+        return sink;
+      }
+
+      @Override
+      public ByteBuffer output() {
+        if (n < 0) {
+          throw new IllegalStateException("output() before submit()");
+        }
+        ByteBuffer o = buffers.out().duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        o.clear().limit((int) outputOffset(n) - gap);
+        return o;
+      }
+
+      @Override
+      public long outputOffset(int i) {
+        return i * (gap + shapes.get(shapes.size() - 1).bytes()) + gap;
+      }
+
+      @Override
+      public PhaseTimes times() {
+        return times;
+      }
+
+      @Override
+      public void close() {
+        if (!closed) {
+          closed = true;
+          CpuBackend.this.buffers.give(layout, buffers);
+        }
+      }
+    }
+  }
+
+  /** Writes volumes into the output bytes, leaving {@code gap} bytes before each (the identity pipeline). */
+  private static final class StridedSink implements VolumeSink {
+    private final ByteBuffer out;
+    private final int gap;
+    private final long volume;
+    private long pos;
+
+    StridedSink(ByteBuffer out, int gap, long volume) {
+      this.out = out;
+      this.gap = gap;
+      this.volume = volume;
+    }
+
+    /** Where byte {@code pos} of the input lands, and how many bytes remain in its volume. */
+    private int at() {
+      long v = pos / volume;
+      return (int) (v * (gap + volume) + gap + pos % volume);
+    }
+
+    private int leftInVolume() {
+      return (int) Math.min(Integer.MAX_VALUE, volume - pos % volume);
+    }
+
+    @Override
+    public void put(ByteBuffer src) {
+      while (src.hasRemaining()) {
+        int n = Math.min(src.remaining(), leftInVolume());
+        ByteBuffer part = src.slice(src.position(), n);
+        out.put(at(), part, 0, n);
+        src.position(src.position() + n);
+        pos += n;
+      }
+    }
+
+    @Override
+    public void putFloat(float v) {
+      out.order(ByteOrder.LITTLE_ENDIAN).putFloat(at(), v);
+      pos += 4;
+    }
+
+    @Override
+    public ByteBuffer window(int n) {
+      return n <= leftInVolume() ? out.slice(at(), n).order(ByteOrder.LITTLE_ENDIAN) : null;
+    }
+
+    @Override
+    public void advance(int n) {
+      pos += n;
+    }
+
+    @Override
+    public long position() {
+      return pos;
+    }
+  }
+
+  /** Writes little-endian float32 bytes into a float array. */
+  private static final class FloatSink implements VolumeSink {
+    private final float[] a;
+    private int pos;
+
+    FloatSink(float[] a) {
+      this.a = a;
+    }
+
+    @Override
+    public void put(ByteBuffer src) {
+      int nf = src.remaining() / Float.BYTES;
+      if (nf * Float.BYTES != src.remaining()) {
+        throw new IllegalArgumentException("a volume sink takes whole floats, got " + src.remaining() + " bytes");
+      }
+      src.slice().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(a, pos, nf);
+      src.position(src.limit());
+      pos += nf;
+    }
+
+    @Override
+    public void putFloat(float v) {
+      a[pos++] = v;
+    }
+
+    @Override
+    public ByteBuffer window(int n) {
+      return null;
+    }
+
+    @Override
+    public void advance(int n) {
+      throw new UnsupportedOperationException("a float sink has no byte window");
+    }
+
+    @Override
+    public long position() {
+      return (long) pos * Float.BYTES;
     }
   }
 }

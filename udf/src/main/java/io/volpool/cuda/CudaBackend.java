@@ -3,57 +3,94 @@ package io.volpool.cuda;
 import static jcuda.driver.JCudaDriver.cuDeviceGetCount;
 import static jcuda.driver.JCudaDriver.cuDriverGetVersion;
 import static jcuda.driver.JCudaDriver.cuInit;
+import static jcuda.driver.JCudaDriver.cuMemFreeHost;
+import static jcuda.driver.JCudaDriver.cuMemHostAlloc;
 
 import io.volpool.backend.Backend;
 import io.volpool.backend.BatchExecutor;
+import io.volpool.memory.BufferPool;
+import io.volpool.memory.MemoryBudget;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.HashMap;
 import java.util.Map;
+import jcuda.Pointer;
 import jcuda.driver.CUresult;
 import jcuda.driver.JCudaDriver;
-import org.apache.spark.TaskContext;
-import org.apache.spark.resource.ResourceInformation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The GPU backend: one per executor JVM, owning one {@link CudaDevice} per GPU it has been asked
- * to use. A task's GPU comes from its Spark resources ({@code gpu}), mapped through
- * CUDA_VISIBLE_DEVICES; device 0 when Spark assigned none (local mode). {@link #close()} releases
- * every device; executors still open must be closed first by their owners.
+ * The GPU backend: one per executor JVM, owning one {@link CudaDevice} per GPU it is asked to use
+ * and the pool of pinned host buffers that batches of every device share (portable pinned memory,
+ * counted against the memory budget). The caller names the device of each executor; this class
+ * never looks at Spark. {@link #close()} releases every device and the pool; executors still open
+ * must be closed first by their owners.
  */
 public final class CudaBackend implements Backend {
   private static final Logger LOG = LoggerFactory.getLogger(CudaBackend.class);
   /** The oldest driver API version whose driver runs our kernels (built by nvcc 13). */
   public static final int MIN_DRIVER_VERSION = 13000;
   /**
-   * Bytes of pinned host memory one slot may take when the batch size is chosen automatically:
-   * small enough that a partition spans several batches, so decoding, copies and kernels overlap.
+   * Bytes of pinned host memory one batch may take when the batch size is chosen automatically:
+   * small enough that a partition spans several batches, so reading, copies and kernels overlap.
    */
-  static final long AUTO_PINNED_PER_SLOT = 64L << 20;
+  static final long AUTO_PINNED_PER_BATCH = 64L << 20;
   /** Share of the free device memory that automatic batching uses (the rest is headroom). */
   static final double AUTO_DEVICE_SHARE = 0.6;
 
   private final int deviceCount;
   private final int driverVersion;
-  private final int tasksPerDevice;
+  private final int streams;
   private final boolean poison = Boolean.getBoolean("volpool.cuda.poison");
   private final Map<Integer, CudaDevice> devices = new HashMap<>();
+  private final BufferPool<PinnedKey, PinnedBlock> pinned;
   private boolean closed;
 
-  private CudaBackend(int deviceCount, int driverVersion, int tasksPerDevice) {
+  /** One pinned host allocation and a little-endian view of it. */
+  record PinnedBlock(Pointer pointer, ByteBuffer buffer, CudaDevice owner) {}
+
+  /** Pinned blocks are allocated and freed in the context of the device whose batches use them. */
+  record PinnedKey(int device, long bytes) {}
+
+  private CudaBackend(int deviceCount, int driverVersion, int streams, MemoryBudget budget) {
     this.deviceCount = deviceCount;
     this.driverVersion = driverVersion;
-    this.tasksPerDevice = tasksPerDevice;
+    this.streams = streams;
+    this.pinned = new BufferPool<>(budget, new BufferPool.Allocator<>() {
+      @Override
+      public long bytes(PinnedKey key) {
+        return key.bytes();
+      }
+
+      @Override
+      public PinnedBlock allocate(PinnedKey key) {
+        long bytes = key.bytes();
+        CudaDevice d = device(key.device());
+        d.makeCurrent();
+        Pointer p = new Pointer();
+        Cuda.check(cuMemHostAlloc(p, bytes, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE),
+            "cuMemHostAlloc(" + CudaExecutor.mib(bytes) + " pinned)");
+        return new PinnedBlock(p, p.getByteBuffer(0, bytes).order(ByteOrder.LITTLE_ENDIAN), d);
+      }
+
+      @Override
+      public void free(PinnedBlock b) {
+        b.owner().makeCurrent();
+        Cuda.check(cuMemFreeHost(b.pointer()), "cuMemFreeHost(pinned)");
+      }
+    });
   }
 
   /**
    * Initialises CUDA and checks that a device and a recent enough driver exist.
    *
+   * @param streams batches one device runs at once (each on its own stream with its own device buffers)
    * @throws CudaUnavailableException saying why there is no usable GPU
    */
-  public static CudaBackend create(int tasksPerDevice) throws CudaUnavailableException {
+  public static CudaBackend create(int streams, MemoryBudget budget) throws CudaUnavailableException {
     String os = System.getProperty("os.name", "") + "/" + System.getProperty("os.arch", "");
     if (!os.startsWith("Linux/") || !(os.endsWith("amd64") || os.endsWith("x86_64"))) {
       throw new CudaUnavailableException("volpool ships JCuda natives for linux-x86_64 only, this JVM runs on " + os);
@@ -82,38 +119,43 @@ public final class CudaBackend implements Backend {
     if (n[0] < 1) {
       throw new CudaUnavailableException("CUDA reports no devices");
     }
-    return new CudaBackend(n[0], v[0], tasksPerDevice);
+    return new CudaBackend(n[0], v[0], streams, budget);
   }
 
-  /** The device this thread's task was assigned (device 0 outside a task or without a Spark GPU resource). */
-  synchronized CudaDevice deviceForTask() {
+  /** A backend with a budget of its own (tests and tools). */
+  public static CudaBackend create(int streams) throws CudaUnavailableException {
+    return create(streams, new MemoryBudget(MemoryBudget.defaultLimit()));
+  }
+
+  /** CUDA device {@code ordinal} of this process, opened on first use. */
+  synchronized CudaDevice device(int ordinal) {
     if (closed) {
       throw new IllegalStateException("CUDA backend already closed");
     }
-    String address = null;
-    TaskContext tc = TaskContext.get();
-    if (tc != null) {
-      ResourceInformation gpu = tc.resources().get("gpu").getOrElse(() -> null);
-      if (gpu != null && gpu.addresses().length > 0) {
-        address = gpu.addresses()[0];
-      }
+    if (ordinal < 0 || ordinal >= deviceCount) {
+      throw new IllegalArgumentException("CUDA device " + ordinal + " does not exist: this process sees " + deviceCount
+          + " device(s)");
     }
-    int ord = DeviceAssignment.ordinal(address, System.getenv("CUDA_VISIBLE_DEVICES"), deviceCount);
-    return devices.computeIfAbsent(ord, o -> {
-      CudaDevice d = new CudaDevice(o, tasksPerDevice);
-      LOG.info("volpool: CUDA device {} ({}, {} SMs), driver API {}, up to {} concurrent task(s)", o, d.name,
-          d.multiprocessors, driverVersion, tasksPerDevice);
+    return devices.computeIfAbsent(ordinal, o -> {
+      CudaDevice d = new CudaDevice(o, streams);
+      LOG.info("volpool: CUDA device {} ({}, {} SMs), driver API {}, {} stream(s) for batches", o, d.name,
+          d.multiprocessors, driverVersion, streams);
       return d;
     });
   }
 
   @Override
-  public String name() {
-    CudaDevice d = deviceForTask();
+  public int deviceCount() {
+    return deviceCount;
+  }
+
+  @Override
+  public String name(int device) {
+    CudaDevice d = device(device);
     return "cuda:" + d.ordinal + " " + d.name;
   }
 
-  /** Per-volume bytes that one slot needs on the device (input, used intermediates, output). */
+  /** Per-volume bytes that one batch needs on the device (input, used intermediates, output). */
   static long deviceBytesPerVolume(KernelPlan plan) {
     long b = 0;
     for (int i = 0; i < plan.shapes().size(); i++) {
@@ -124,42 +166,43 @@ public final class CudaBackend implements Backend {
     return b;
   }
 
-  /** Per-volume bytes of pinned host memory one slot needs (input and output). */
+  /** Per-volume bytes of pinned host memory one batch needs (input and output). */
   static long pinnedBytesPerVolume(KernelPlan plan) {
     return plan.shapes().get(0).bytes() + plan.shapes().get(plan.outputBuffer()).bytes();
   }
 
   @Override
-  public int suggestBatch(Pipeline pipeline, VolumeShape input) {
+  public int suggestBatch(Pipeline pipeline, VolumeShape input, int device) {
     KernelPlan plan = KernelPlan.of(pipeline, input);
-    long free = deviceForTask().memInfo()[0];
-    long perTask = (long) (free * AUTO_DEVICE_SHARE / Math.max(1, tasksPerDevice));
-    long byDevice = perTask / (CudaExecutor.SLOTS * deviceBytesPerVolume(plan));
-    long byPinned = AUTO_PINNED_PER_SLOT / pinnedBytesPerVolume(plan);
+    long free = device(device).memInfo()[0];
+    long perLane = (long) (free * AUTO_DEVICE_SHARE / streams);
+    long byDevice = perLane / deviceBytesPerVolume(plan);
+    long byPinned = Math.min(AUTO_PINNED_PER_BATCH, pinned.budget().maxRequest() / 2) / pinnedBytesPerVolume(plan);
     return (int) Math.max(1, Math.min(1024, Math.min(byDevice, byPinned)));
   }
 
   @Override
-  public BatchExecutor open(Pipeline pipeline, VolumeShape input, int maxBatch) {
+  public BatchExecutor open(Pipeline pipeline, VolumeShape input, int maxBatch, int device, int outputGap) {
     KernelPlan plan = KernelPlan.of(pipeline, input);
-    CudaDevice d = deviceForTask();
+    CudaDevice d = device(device);
     long perVolume = deviceBytesPerVolume(plan);
-    long hostLimit = Integer.MAX_VALUE / Math.max(plan.shapes().get(0).bytes(), plan.shapes().get(plan.outputBuffer()).bytes());
+    long hostPerVolume = plan.shapes().get(0).bytes() + outputGap + plan.shapes().get(plan.outputBuffer()).bytes();
+    long hostLimit = Integer.MAX_VALUE / hostPerVolume;
     if (hostLimit < 1) {
-      throw new IllegalArgumentException("volume " + input + " is " + plan.shapes().get(0).bytes()
-          + " bytes; the GPU backend takes volumes under 2 GiB");
+      throw new IllegalArgumentException("volume " + input + " needs " + hostPerVolume
+          + " bytes of pinned memory; the GPU backend takes volumes under 2 GiB");
     }
     // grid z carries the batch in the fast kernels
     int batch = (int) Math.max(1, Math.min(Math.min(maxBatch, hostLimit), KernelPlan.MAX_GRID_YZ));
     long free = d.memInfo()[0];
-    long need = CudaExecutor.SLOTS * perVolume * batch;
+    long need = (long) streams * perVolume * batch;
     if (need > free) {
-      long one = CudaExecutor.SLOTS * perVolume;
+      long one = (long) streams * perVolume;
       if (one > free) {
         throw new IllegalArgumentException("volume " + input + " through " + pipeline.describe() + " needs "
-            + CudaExecutor.mib(one) + " of GPU memory (input, intermediates and output, two slots) but "
-            + d.name + " (device " + d.ordinal + ") has " + CudaExecutor.mib(free) + " free; use fewer concurrent tasks"
-            + " (spark.volpool.gpu.tasksPerDevice) or spark.volpool.device=cpu for such volumes");
+            + CudaExecutor.mib(one) + " of GPU memory (input, intermediates and output, " + streams + " streams) but "
+            + d.name + " (device " + d.ordinal + ") has " + CudaExecutor.mib(free) + " free; lower"
+            + " spark.volpool.gpu.streams or use spark.volpool.device=cpu for such volumes");
       }
       int fit = (int) Math.max(1, free / one);
       LOG.warn("batch of {} volumes {} needs {} of GPU memory, {} free: using batches of {}", batch, input,
@@ -167,19 +210,19 @@ public final class CudaBackend implements Backend {
       batch = Math.min(batch, fit);
     }
     LOG.debug("CUDA plan for {} on {}: {}", pipeline.describe(), input, plan.describe());
-    return new CudaExecutor(d, plan, batch, poison);
+    return new CudaExecutor(d, plan, batch, outputGap, pinned, poison);
   }
 
-  /** A kernel runner for {@code plan} on the current task's device; the caller closes it. */
-  public KernelRunner runner(KernelPlan plan) {
-    CudaDevice d = deviceForTask();
+  /** A kernel runner for {@code plan} on {@code device}, with that device current; the caller closes it (benchmarks). */
+  public KernelRunner runner(KernelPlan plan, int device) {
+    CudaDevice d = device(device);
     d.makeCurrent();
     return new KernelRunner(d, plan);
   }
 
-  /** Makes the task's device current on this thread (for callers using raw driver calls, e.g. benchmarks). */
-  public void makeCurrent() {
-    deviceForTask().makeCurrent();
+  /** Makes {@code device} current on this thread (for callers using raw driver calls, e.g. benchmarks). */
+  public void makeCurrent(int device) {
+    device(device).makeCurrent();
   }
 
   @Override
@@ -187,6 +230,7 @@ public final class CudaBackend implements Backend {
     if (closed) {
       return;
     }
+    pinned.close();
     closed = true;
     for (CudaDevice d : devices.values()) {
       d.close();

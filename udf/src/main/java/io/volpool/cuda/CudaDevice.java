@@ -15,8 +15,11 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Semaphore;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
@@ -26,8 +29,9 @@ import jcuda.driver.CUmodule;
 
 /**
  * One GPU of this JVM: its retained primary context, the kernel module loaded once, the cached
- * kernel functions, and the permits that limit how many tasks use it at once. Owned by
- * {@link CudaBackend}; {@link #close()} unloads the module and releases the context, once.
+ * kernel functions, and its {@link Lane}s: the streams (with their device buffers) that batches
+ * borrow for their copies and kernels only, so reading and writing never hold the GPU. Owned by
+ * {@link CudaBackend}; {@link #close()} frees the lanes, unloads the module and releases the context, once.
  */
 final class CudaDevice implements AutoCloseable {
   static final String FATBIN = "/kernels/volpool.fatbin";
@@ -35,14 +39,17 @@ final class CudaDevice implements AutoCloseable {
   final int ordinal;
   final String name;
   final int multiprocessors;
-  final Semaphore permits;
+  final int streams;
+  private final Semaphore lanePermits;
+  private final ConcurrentLinkedQueue<Lane> freeLanes = new ConcurrentLinkedQueue<>();
+  private final List<Lane> allLanes = new ArrayList<>();
   private final CUdevice device = new CUdevice();
   private final CUcontext context = new CUcontext();
   private final CUmodule module = new CUmodule();
   private final Map<String, CUfunction> functions = new HashMap<>();
   private boolean closed;
 
-  CudaDevice(int ordinal, int tasksPerDevice) {
+  CudaDevice(int ordinal, int streams) {
     this.ordinal = ordinal;
     Cuda.check(cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
     byte[] nm = new byte[256];
@@ -60,7 +67,42 @@ final class CudaDevice implements AutoCloseable {
     makeCurrent();
     byte[] image = loadImage();
     Cuda.check(cuModuleLoadData(module, image), "cuModuleLoadData(" + FATBIN + " on " + name + ")");
-    this.permits = new Semaphore(Math.max(1, tasksPerDevice), true);
+    this.streams = Math.max(1, streams);
+    this.lanePermits = new Semaphore(this.streams, true);
+  }
+
+  /**
+   * A free lane of this device, waiting for one when {@code mayWait}; else null when all are busy.
+   * The caller gives it back with {@link #releaseLane} once the lane's stream is idle.
+   */
+  Lane acquireLane(boolean mayWait) {
+    if (mayWait) {
+      lanePermits.acquireUninterruptibly();
+    } else if (!lanePermits.tryAcquire()) {
+      return null;
+    }
+    Lane l = freeLanes.poll();
+    if (l == null) {
+      try {
+        synchronized (this) {
+          if (closed) {
+            throw new IllegalStateException("CUDA device " + ordinal + " already closed");
+          }
+          makeCurrent();
+          l = new Lane(this, allLanes.size());
+          allLanes.add(l);
+        }
+      } catch (RuntimeException e) {
+        lanePermits.release();
+        throw e;
+      }
+    }
+    return l;
+  }
+
+  void releaseLane(Lane l) {
+    freeLanes.add(l);
+    lanePermits.release();
   }
 
   /**
@@ -116,6 +158,10 @@ final class CudaDevice implements AutoCloseable {
     }
     closed = true;
     makeCurrent();
+    for (Lane l : allLanes) {
+      l.close();
+    }
+    allLanes.clear();
     Cuda.check(cuModuleUnload(module), "cuModuleUnload(device " + ordinal + ")");
     Cuda.check(cuDevicePrimaryCtxRelease(device), "cuDevicePrimaryCtxRelease(device " + ordinal + ")");
   }

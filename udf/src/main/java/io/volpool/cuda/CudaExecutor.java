@@ -1,101 +1,67 @@
 package io.volpool.cuda;
 
-import static jcuda.driver.JCudaDriver.cuMemAlloc;
-import static jcuda.driver.JCudaDriver.cuMemFree;
-import static jcuda.driver.JCudaDriver.cuMemFreeHost;
-import static jcuda.driver.JCudaDriver.cuMemHostAlloc;
+import static jcuda.driver.JCudaDriver.cuEventElapsedTime;
+import static jcuda.driver.JCudaDriver.cuEventRecord;
+import static jcuda.driver.JCudaDriver.cuEventSynchronize;
+import static jcuda.driver.JCudaDriver.cuMemcpy2DAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 import static jcuda.driver.JCudaDriver.cuMemsetD32Async;
-import static jcuda.driver.JCudaDriver.cuStreamCreate;
-import static jcuda.driver.JCudaDriver.cuStreamDestroy;
 import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
 
+import io.volpool.backend.Batch;
 import io.volpool.backend.BatchExecutor;
+import io.volpool.backend.Phase;
+import io.volpool.backend.PhaseTimes;
+import io.volpool.backend.VolumeSink;
+import io.volpool.memory.BufferPool;
 import io.volpool.op.VolumeShape;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.ArrayList;
-import java.util.List;
-import jcuda.Pointer;
+import jcuda.driver.CUDA_MEMCPY2D;
 import jcuda.driver.CUdeviceptr;
-import jcuda.driver.CUstream;
-import jcuda.driver.CUstream_flags;
+import jcuda.driver.CUmemorytype;
 
 /**
- * Runs one plan on one GPU with two slots for double buffering. Each slot has its own
- * non-blocking stream, pinned host input and output buffers (reused across batches) and device
- * buffers; submit queues host-to-device copy, kernels and device-to-host copy on the slot's
- * stream and returns, so the task thread can fill the other slot meanwhile. Holds one of the
- * device's task permits from construction to {@link #close()} (idempotent), which frees everything.
+ * Runs one plan on one GPU for one task. A batch's pinned host memory (input, then output with the
+ * caller's gap before each volume) comes from the backend's budgeted pool; {@link #submit} borrows a
+ * {@link Lane} of the device, queues host-to-device copy, kernels and a strided device-to-host copy
+ * on its stream with events between them, and returns; {@link Batch#output()} waits, reads the
+ * event times and gives the lane back. So a task holds the GPU only while its copies and kernels
+ * run. Closing the executor frees nothing shared; batches give their memory back themselves.
  */
 final class CudaExecutor implements BatchExecutor {
-  static final int SLOTS = 2;
   private static final int NAN_BITS = Float.floatToRawIntBits(Float.NaN);
 
   private final CudaDevice device;
   private final KernelPlan plan;
-  private final KernelRunner runner;
   private final int maxBatch;
+  private final int gap;
   private final boolean poison;
-  private final Slot[] slots = new Slot[SLOTS];
-  private final List<Runnable> frees = new ArrayList<>();
-  private boolean closed;
+  private final BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned;
+  private final long inBytes;
+  private final long outBytes;
+  private final long blockBytes;
+  private final CudaBackend.PinnedKey key;
+  private final String what;
 
-  private final class Slot {
-    final CUstream stream = new CUstream();
-    final Pointer hostIn = new Pointer();
-    final Pointer hostOut = new Pointer();
-    final ByteBuffer in;
-    final ByteBuffer out;
-    final CUdeviceptr[] bufs;
-    int n = -1;
-
-    Slot(int index) {
-      Cuda.check(cuStreamCreate(stream, CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate(slot " + index + ")");
-      frees.add(() -> Cuda.check(cuStreamDestroy(stream), "cuStreamDestroy"));
-      long inBytes = maxBatch * plan.shapes().get(0).bytes();
-      long outBytes = maxBatch * plan.shapes().get(plan.outputBuffer()).bytes();
-      Cuda.check(cuMemHostAlloc(hostIn, inBytes, 0), "cuMemHostAlloc(" + mib(inBytes) + " pinned input)");
-      frees.add(() -> Cuda.check(cuMemFreeHost(hostIn), "cuMemFreeHost(pinned input)"));
-      Cuda.check(cuMemHostAlloc(hostOut, outBytes, 0), "cuMemHostAlloc(" + mib(outBytes) + " pinned output)");
-      frees.add(() -> Cuda.check(cuMemFreeHost(hostOut), "cuMemFreeHost(pinned output)"));
-      in = hostIn.getByteBuffer(0, inBytes).order(ByteOrder.LITTLE_ENDIAN);
-      out = hostOut.getByteBuffer(0, outBytes).order(ByteOrder.LITTLE_ENDIAN);
-      bufs = new CUdeviceptr[plan.shapes().size()];
-      for (int i = 0; i < bufs.length; i++) {
-        if (plan.used(i)) {
-          long b = maxBatch * plan.shapes().get(i).bytes();
-          CUdeviceptr p = new CUdeviceptr();
-          Cuda.check(cuMemAlloc(p, b), "cuMemAlloc(" + mib(b) + " device buffer " + i + " of slot " + index + ")");
-          frees.add(() -> Cuda.check(cuMemFree(p), "cuMemFree(device buffer)"));
-          bufs[i] = p;
-        }
-      }
-    }
-  }
-
-  CudaExecutor(CudaDevice device, KernelPlan plan, int maxBatch, boolean poison) {
+  CudaExecutor(CudaDevice device, KernelPlan plan, int maxBatch, int gap, BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned,
+      boolean poison) {
     this.device = device;
     this.plan = plan;
     this.maxBatch = maxBatch;
+    this.gap = gap;
+    this.pinned = pinned;
     this.poison = poison;
-    device.permits.acquireUninterruptibly();
-    frees.add(device.permits::release);
-    device.makeCurrent();
-    KernelRunner r = null;
-    try {
-      r = new KernelRunner(device, plan);
-      final KernelRunner rr = r;
-      frees.add(rr::close);
-      for (int i = 0; i < SLOTS; i++) {
-        slots[i] = new Slot(i);
-      }
-    } catch (RuntimeException e) {
-      close();
-      throw e;
-    }
-    this.runner = r;
+    this.inBytes = plan.shapes().get(0).bytes();
+    this.outBytes = plan.shapes().get(plan.outputBuffer()).bytes();
+    this.blockBytes = align(maxBatch * inBytes) + maxBatch * (gap + outBytes);
+    this.key = new CudaBackend.PinnedKey(device.ordinal, blockBytes);
+    this.what = "a GPU batch of " + maxBatch + " volumes " + plan.shapes().get(0) + " (pinned input and output)";
+  }
+
+  private static long align(long b) {
+    return (b + 255) & ~255L;
   }
 
   static String mib(long bytes) {
@@ -107,90 +73,225 @@ final class CudaExecutor implements BatchExecutor {
   }
 
   @Override
-  public int slots() {
-    return SLOTS;
-  }
-
-  @Override
   public int maxBatch() {
     return maxBatch;
   }
 
   @Override
-  public ByteBuffer input(int slot) {
-    ByteBuffer b = slots[slot].in;
-    b.clear();
-    return b;
+  public long batchBytes() {
+    return blockBytes;
   }
 
   @Override
-  public void submit(int slot, int n) {
+  public Batch newBatch(boolean mayWait) {
+    device.makeCurrent();
+    CudaBackend.PinnedBlock b = pinned.take(key, mayWait, () -> what);
+    return b == null ? null : new GpuBatch(b);
+  }
+
+  @Override
+  public boolean submit(Batch batch, int n, boolean mayWait) {
+    GpuBatch b = (GpuBatch) batch;
     if (n < 1 || n > maxBatch) {
       throw new IllegalArgumentException("batch of " + n + " volumes; this executor takes 1.." + maxBatch);
     }
-    device.makeCurrent();
-    Slot s = slots[slot];
-    VolumeShape in = plan.shapes().get(0);
-    long inBytes = n * in.bytes();
-    Cuda.check(cuMemcpyHtoDAsync(s.bufs[0], s.hostIn, inBytes, s.stream), "cuMemcpyHtoDAsync(" + mib(inBytes) + ")");
-    if (poison) {
-      for (int i = 1; i < s.bufs.length; i++) {
-        if (s.bufs[i] != null) {
-          Cuda.check(cuMemsetD32Async(s.bufs[i], NAN_BITS, n * plan.shapes().get(i).numel(), s.stream),
-              "cuMemsetD32Async(poison buffer " + i + ")");
-        }
-      }
+    if (b.sink.pos != n * inBytes) {
+      throw new IllegalStateException("batch input holds " + b.sink.pos + " bytes, expected " + n + " volumes of "
+          + plan.shapes().get(0) + " = " + n * inBytes);
     }
-    runner.launch(s.stream, s.bufs, n);
-    int o = plan.outputBuffer();
-    long outBytes = n * plan.shapes().get(o).bytes();
-    Cuda.check(cuMemcpyDtoHAsync(s.hostOut, s.bufs[o], outBytes, s.stream), "cuMemcpyDtoHAsync(" + mib(outBytes) + ")");
-    s.n = n;
-  }
-
-  @Override
-  public ByteBuffer output(int slot) {
-    Slot s = slots[slot];
-    if (s.n < 0) {
-      throw new IllegalStateException("output(" + slot + ") before submit");
+    long t0 = System.nanoTime();
+    Lane lane = device.acquireLane(mayWait);
+    b.times.add(Phase.WAIT_GPU, System.nanoTime() - t0);
+    if (lane == null) {
+      return false;
     }
-    device.makeCurrent();
-    Cuda.check(cuStreamSynchronize(s.stream), "cuStreamSynchronize(slot " + slot + ", kernels " + plan.describe() + ")");
-    ByteBuffer b = s.out.duplicate().order(ByteOrder.LITTLE_ENDIAN);
-    b.position(0).limit((int) (s.n * plan.shapes().get(plan.outputBuffer()).bytes()));
-    s.n = -1;
-    return b;
-  }
-
-  @Override
-  public synchronized void close() {
-    if (closed) {
-      return;
-    }
-    closed = true;
-    RuntimeException first = null;
     try {
       device.makeCurrent();
-      for (Slot s : slots) {
-        if (s != null) {
-          Cuda.check(cuStreamSynchronize(s.stream), "cuStreamSynchronize(before free)");
+      CUdeviceptr[] bufs = new CUdeviceptr[plan.shapes().size()];
+      for (int i = 0; i < bufs.length; i++) {
+        if (plan.used(i)) {
+          bufs[i] = lane.buffer(i, maxBatch * plan.shapes().get(i).bytes(), "batch buffer " + i + " of " + plan.describe());
         }
       }
+      Cuda.check(cuEventRecord(lane.events[0], lane.stream), "cuEventRecord");
+      Cuda.check(cuMemcpyHtoDAsync(bufs[0], b.block.pointer(), n * inBytes, lane.stream),
+          "cuMemcpyHtoDAsync(" + mib(n * inBytes) + ")");
+      Cuda.check(cuEventRecord(lane.events[1], lane.stream), "cuEventRecord");
+      if (poison) {
+        for (int i = 1; i < bufs.length; i++) {
+          if (bufs[i] != null) {
+            Cuda.check(cuMemsetD32Async(bufs[i], NAN_BITS, n * plan.shapes().get(i).numel(), lane.stream),
+                "cuMemsetD32Async(poison buffer " + i + ")");
+          }
+        }
+      }
+      lane.runner(plan).launch(lane.stream, bufs, n);
+      Cuda.check(cuEventRecord(lane.events[2], lane.stream), "cuEventRecord");
+      CUdeviceptr src = bufs[plan.outputBuffer()];
+      long outAt = align(maxBatch * inBytes);
+      if (gap == 0) {
+        Cuda.check(cuMemcpyDtoHAsync(b.block.pointer().withByteOffset(outAt), src, n * outBytes, lane.stream),
+            "cuMemcpyDtoHAsync(" + mib(n * outBytes) + ")");
+      } else {
+        CUDA_MEMCPY2D c = new CUDA_MEMCPY2D();
+        c.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
+        c.srcDevice = src;
+        c.srcPitch = outBytes;
+        c.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
+        c.dstHost = b.block.pointer().withByteOffset(outAt + gap);
+        c.dstPitch = gap + outBytes;
+        c.WidthInBytes = outBytes;
+        c.Height = n;
+        Cuda.check(cuMemcpy2DAsync(c, lane.stream), "cuMemcpy2DAsync(" + n + " x " + mib(outBytes) + " to host)");
+      }
+      Cuda.check(cuEventRecord(lane.events[3], lane.stream), "cuEventRecord");
     } catch (RuntimeException e) {
-      first = e;
-    }
-    for (int i = frees.size() - 1; i >= 0; i--) {
       try {
-        frees.get(i).run();
-      } catch (RuntimeException e) {
-        if (first == null) {
-          first = e;
+        Cuda.check(cuStreamSynchronize(lane.stream), "cuStreamSynchronize(after a failed submit)");
+      } finally {
+        device.releaseLane(lane);
+      }
+      throw e;
+    }
+    b.lane = lane;
+    b.n = n;
+    return true;
+  }
+
+  @Override
+  public void close() {
+    // batches give their pinned memory and lanes back themselves
+  }
+
+  private final class GpuBatch implements Batch {
+    final CudaBackend.PinnedBlock block;
+    final PinnedSink sink;
+    final PhaseTimes times = new PhaseTimes();
+    Lane lane;
+    int n = -1;
+    boolean closed;
+
+    GpuBatch(CudaBackend.PinnedBlock block) {
+      this.block = block;
+      this.sink = new PinnedSink(block.buffer().duplicate().order(ByteOrder.LITTLE_ENDIAN), maxBatch * inBytes);
+    }
+
+    @Override
+    public VolumeSink input() {
+      return sink;
+    }
+
+    @Override
+    public ByteBuffer output() {
+      if (n < 0) {
+        throw new IllegalStateException("output() before submit()");
+      }
+      if (lane != null) {
+        device.makeCurrent();
+        Lane l = lane;
+        lane = null;
+        try {
+          Cuda.check(cuEventSynchronize(l.events[3]), "cuEventSynchronize(batch of " + n + ", " + plan.describe() + ")");
+          times.add(Phase.H2D, elapsedNanos(l, 0, 1));
+          times.add(Phase.KERNELS, elapsedNanos(l, 1, 2));
+          times.add(Phase.D2H, elapsedNanos(l, 2, 3));
+        } finally {
+          device.releaseLane(l);
         }
       }
+      long outAt = align(maxBatch * inBytes);
+      ByteBuffer o = block.buffer().duplicate().order(ByteOrder.LITTLE_ENDIAN);
+      o.position((int) outAt).limit((int) (outAt + n * (gap + outBytes)));
+      return o.slice().order(ByteOrder.LITTLE_ENDIAN);
     }
-    frees.clear();
-    if (first != null) {
-      throw first;
+
+    private long elapsedNanos(Lane l, int from, int to) {
+      float[] ms = new float[1];
+      Cuda.check(cuEventElapsedTime(ms, l.events[from], l.events[to]), "cuEventElapsedTime");
+      return (long) (ms[0] * 1e6);
+    }
+
+    @Override
+    public long outputOffset(int i) {
+      return i * (gap + outBytes) + gap;
+    }
+
+    @Override
+    public PhaseTimes times() {
+      return times;
+    }
+
+    @Override
+    public void close() {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      try {
+        if (lane != null) {
+          Lane l = lane;
+          lane = null;
+          device.makeCurrent();
+          try {
+            Cuda.check(cuStreamSynchronize(l.stream), "cuStreamSynchronize(batch closed before its output)");
+          } finally {
+            device.releaseLane(l);
+          }
+        }
+      } finally {
+        pinned.give(key, block);
+      }
+    }
+  }
+
+  /** Writes volumes into the pinned input; readers may fill a window of it in place. */
+  static final class PinnedSink implements VolumeSink {
+    private final ByteBuffer buf;
+    private final long capacity;
+    long pos;
+
+    PinnedSink(ByteBuffer buf, long capacity) {
+      this.buf = buf;
+      this.capacity = capacity;
+    }
+
+    private void check(long n) {
+      if (pos + n > capacity) {
+        throw new IllegalStateException("batch input overflow: " + (pos + n) + " bytes into " + capacity);
+      }
+    }
+
+    @Override
+    public void put(ByteBuffer src) {
+      int n = src.remaining();
+      check(n);
+      buf.position((int) pos);
+      buf.put(src);
+      pos += n;
+    }
+
+    @Override
+    public void putFloat(float v) {
+      check(4);
+      buf.putFloat((int) pos, v);
+      pos += 4;
+    }
+
+    @Override
+    public ByteBuffer window(int n) {
+      check(n);
+      return buf.slice((int) pos, n).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    @Override
+    public void advance(int n) {
+      check(n);
+      pos += n;
+    }
+
+    @Override
+    public long position() {
+      return pos;
     }
   }
 }

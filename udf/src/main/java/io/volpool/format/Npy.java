@@ -5,10 +5,6 @@ import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * Reads and writes NumPy's .npy format (versions 1.0, 2.0 and 3.0) for float tensors. Reading
@@ -17,11 +13,8 @@ import java.util.regex.Pattern;
  * a version 1.0 header padded to 64 bytes (2.0 when the header does not fit 1.0). Stateless.
  */
 public final class Npy {
-  private static final byte[] MAGIC = {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y'};
+  private static final byte[] MAGIC = NpyHeader.MAGIC;
   private static final int ALIGN = 64;
-  private static final Pattern DESCR = Pattern.compile("'descr'\\s*:\\s*('([^']*)'|\\[)");
-  private static final Pattern FORTRAN = Pattern.compile("'fortran_order'\\s*:\\s*(True|False)");
-  private static final Pattern SHAPE = Pattern.compile("'shape'\\s*:\\s*\\(([^)]*)\\)");
 
   private Npy() {}
 
@@ -33,57 +26,28 @@ public final class Npy {
    * @throws TensorFormatException naming {@code name} and the rule the bytes broke
    */
   public static NpyArray read(byte[] bytes, String name) {
-    ByteBuffer buf = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-    if (bytes.length < 10) {
-      throw err(name, "file is " + bytes.length + " bytes, shorter than the smallest .npy header (10)");
+    return read(bytes, name, NpyHeader.DEFAULT_MAX_HEADER_BYTES);
+  }
+
+  /** As {@link #read(byte[], String)}, allowing headers up to {@code maxHeaderBytes}. */
+  public static NpyArray read(byte[] bytes, String name, int maxHeaderBytes) {
+    NpyHeader h = NpyHeader.parse(bytes, bytes.length, name, maxHeaderBytes);
+    long numel = h.numel();
+    long want = numel * h.itemSize();
+    if (want > Integer.MAX_VALUE - 8) {
+      throw NpyHeader.err(name, "array of " + want + " bytes is too large to hold in memory at once");
     }
-    for (int i = 0; i < MAGIC.length; i++) {
-      if (bytes[i] != MAGIC[i]) {
-        throw err(name, "does not start with the .npy magic \\x93NUMPY");
-      }
+    ByteBuffer data = ByteBuffer.wrap(bytes, (int) h.dataOffset(), (int) want).slice();
+    return new NpyArray(h.shape(), toCOrderF32(data, h, name));
+  }
+
+  /** The data of {@code h} as little-endian float32 in C order (a view when already so). */
+  public static ByteBuffer toCOrderF32(ByteBuffer data, NpyHeader h, String name) {
+    ByteBuffer f32 = toLittleF32(data, h, h.numel(), name);
+    if (h.fortranOrder() && !h.isPlainF32()) {
+      f32 = fortranToC(f32, h.shape(), name);
     }
-    int major = bytes[6] & 0xff;
-    int headerLen;
-    int headerStart;
-    if (major == 1) {
-      headerLen = buf.getShort(8) & 0xffff;
-      headerStart = 10;
-    } else if (major == 2 || major == 3) {
-      if (bytes.length < 12) {
-        throw err(name, "version " + major + " header is cut short");
-      }
-      long len = buf.getInt(8) & 0xffffffffL;
-      if (len > bytes.length) {
-        throw err(name, "header length " + len + " is longer than the file (" + bytes.length + " bytes)");
-      }
-      headerLen = (int) len;
-      headerStart = 12;
-    } else {
-      throw err(name, "unsupported .npy version " + major + "." + (bytes[7] & 0xff) + " (supported: 1.0, 2.0, 3.0)");
-    }
-    if (headerStart + headerLen > bytes.length) {
-      throw err(name, "header length " + headerLen + " runs past the end of the file (" + bytes.length + " bytes)");
-    }
-    String header = new String(bytes, headerStart, headerLen,
-        major == 3 ? StandardCharsets.UTF_8 : StandardCharsets.ISO_8859_1);
-    Header h = parseHeader(header, name);
-    int dataStart = headerStart + headerLen;
-    long numel = 1;
-    for (long s : h.shape) {
-      numel = Math.multiplyExact(numel, s);
-    }
-    long want = numel * h.itemSize;
-    long have = bytes.length - (long) dataStart;
-    if (have != want) {
-      throw err(name, "data holds " + have + " bytes but shape " + shapeString(h.shape) + " of " + h.descr
-          + " needs " + want + " (file truncated or corrupt)");
-    }
-    ByteBuffer data = ByteBuffer.wrap(bytes, dataStart, (int) want).slice();
-    ByteBuffer f32 = toLittleF32(data, h, numel);
-    if (h.fortranOrder && h.shape.length > 1) {
-      f32 = fortranToC(f32, h.shape);
-    }
-    return new NpyArray(h.shape, f32);
+    return f32;
   }
 
   /** Writes {@code array} as a version 1.0 (or 2.0 for very long headers) {@code <f4} C-order .npy file. */
@@ -132,71 +96,16 @@ public final class Npy {
     return b.array();
   }
 
-  private record Header(String descr, int itemSize, boolean bigEndian, boolean fortranOrder, long[] shape) {}
-
-  private static Header parseHeader(String header, String name) {
-    Matcher d = DESCR.matcher(header);
-    if (!d.find()) {
-      throw err(name, "header has no 'descr' entry: " + header.trim());
-    }
-    if (d.group(2) == null) {
-      throw err(name, "dtype is a structured (record) dtype; only float32 and float64 arrays are supported");
-    }
-    String descr = d.group(2);
-    int itemSize;
-    boolean big;
-    switch (descr) {
-      case "<f4": case "=f4": itemSize = 4; big = false; break;
-      case ">f4": itemSize = 4; big = true; break;
-      case "<f8": case "=f8": itemSize = 8; big = false; break;
-      case ">f8": itemSize = 8; big = true; break;
-      default:
-        String what = descr.endsWith("O") ? "object arrays (pickled Python objects) are not tensors"
-            : "only float32 (<f4, >f4) and float64 (<f8, >f8) are supported";
-        throw err(name, "dtype '" + descr + "' is not supported: " + what);
-    }
-    Matcher f = FORTRAN.matcher(header);
-    if (!f.find()) {
-      throw err(name, "header has no 'fortran_order' entry: " + header.trim());
-    }
-    Matcher s = SHAPE.matcher(header);
-    if (!s.find()) {
-      throw err(name, "header has no 'shape' tuple: " + header.trim());
-    }
-    List<Long> dims = new ArrayList<>();
-    for (String part : s.group(1).split(",")) {
-      String t = part.trim();
-      if (t.isEmpty()) {
-        continue;
-      }
-      if (t.endsWith("L")) {
-        t = t.substring(0, t.length() - 1);
-      }
-      long v;
-      try {
-        v = Long.parseLong(t);
-      } catch (NumberFormatException e) {
-        throw err(name, "shape entry '" + t + "' is not an integer");
-      }
-      if (v < 0) {
-        throw err(name, "shape entry " + v + " is negative");
-      }
-      dims.add(v);
-    }
-    long[] shape = dims.stream().mapToLong(Long::longValue).toArray();
-    return new Header(descr, itemSize, big, f.group(1).equals("True"), shape);
-  }
-
-  private static ByteBuffer toLittleF32(ByteBuffer data, Header h, long numel) {
-    if (h.itemSize == 4 && !h.bigEndian) {
+  private static ByteBuffer toLittleF32(ByteBuffer data, NpyHeader h, long numel, String name) {
+    if (h.itemSize() == 4 && !h.bigEndian()) {
       return data;
     }
     if (numel > Integer.MAX_VALUE / 4) {
-      throw new TensorFormatException("array of " + numel + " elements too large to convert from " + h.descr);
+      throw NpyHeader.err(name, "array of " + numel + " elements too large to convert from " + h.descr());
     }
     ByteBuffer out = ByteBuffer.allocate((int) numel * 4).order(ByteOrder.LITTLE_ENDIAN);
-    data.order(h.bigEndian ? ByteOrder.BIG_ENDIAN : ByteOrder.LITTLE_ENDIAN);
-    if (h.itemSize == 4) {
+    data.order(h.bigEndian() ? ByteOrder.BIG_ENDIAN : ByteOrder.LITTLE_ENDIAN);
+    if (h.itemSize() == 4) {
       out.asFloatBuffer().put(data.asFloatBuffer());
     } else {
       java.nio.DoubleBuffer src = data.asDoubleBuffer();
@@ -208,11 +117,11 @@ public final class Npy {
     return out;
   }
 
-  private static ByteBuffer fortranToC(ByteBuffer f32, long[] shape) {
+  private static ByteBuffer fortranToC(ByteBuffer f32, long[] shape, String name) {
     int rank = shape.length;
     long numel = f32.remaining() / 4;
     if (numel > Integer.MAX_VALUE / 4) {
-      throw new TensorFormatException("Fortran-ordered array of " + numel + " elements too large to reorder");
+      throw NpyHeader.err(name, "Fortran-ordered array of " + numel + " elements too large to reorder in memory");
     }
     java.nio.FloatBuffer src = f32.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
     ByteBuffer out = ByteBuffer.allocate((int) numel * 4).order(ByteOrder.LITTLE_ENDIAN);
@@ -255,7 +164,4 @@ public final class Npy {
     return sb.append(')').toString();
   }
 
-  private static TensorFormatException err(String name, String rule) {
-    return new TensorFormatException(name + ": not a readable .npy file: " + rule);
-  }
 }

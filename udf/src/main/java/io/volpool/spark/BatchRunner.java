@@ -1,54 +1,66 @@
 package io.volpool.spark;
 
 import io.volpool.backend.Backend;
+import io.volpool.backend.Batch;
 import io.volpool.backend.BatchExecutor;
+import io.volpool.backend.Phase;
+import io.volpool.backend.PhaseTimes;
+import io.volpool.io.BadRecordException;
+import io.volpool.io.PageGate;
+import io.volpool.io.VolumeInput;
+import io.volpool.io.VolumeSource;
+import io.volpool.memory.MemoryBudget;
+import io.volpool.memory.MemoryBudgetException;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
-import java.util.NoSuchElementException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Groups consecutive volumes of one shape into batches and runs them through a backend, keeping
- * every slot of the executor busy: while the backend works on one batch, the task thread copies
- * the next batch's volumes into the next slot. Lazy: pulls input only as slots free up, so a
- * partition streams with bounded memory. Owns its executor; closes it when input ends or on {@link #close()}.
+ * The engine of one task: pulls volumes from a {@link VolumeInput}, groups consecutive volumes of
+ * one shape into batches, runs them through a backend and hands back finished batches in input
+ * order. While a batch is on the device, the task thread reads the next one, so reading, copies,
+ * kernels and writing overlap, and at most two batches per task are held.
  *
- * @param <T> input volumes
- * @param <R> results, at most one per input volume, in input order
+ * <p>Waiting is ordered so tasks never wait on each other in a circle: the runner waits for budget
+ * or a GPU stream only while it holds no batch; holding one, it asks without waiting and, when
+ * refused, finishes what it holds first. Readers ask for page memory through the same rule
+ * ({@link PageGate}). Not thread-safe: one task thread drives it. {@link #close()} gives every
+ * batch back, also after a failure.
  */
-public final class BatchRunner<T extends VolumeSource, R> implements Iterator<R>, AutoCloseable {
+public final class BatchRunner implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(BatchRunner.class);
   private static final long PROGRESS_EVERY_NANOS = 30_000_000_000L;
+  /** Batches a task holds at once: one on the device, one being filled. */
+  static final int MAX_HELD = 2;
 
-  /**
-   * Turns one output volume into a result; {@code output} is valid only during the call. Returns
-   * null when the volume yields no result of its own (e.g. all but the last volume of an .npy batch).
-   */
-  @FunctionalInterface
-  public interface Emitter<T, R> {
-    R emit(T item, VolumeShape outShape, ByteBuffer output);
-  }
+  /** A finished batch: its volumes (in input order) and their output; valid until the next call to {@link #next()}. */
+  public record Finished(List<VolumeSource> items, VolumeShape outShape, ByteBuffer output, long[] offsets) {}
 
-  private record InFlight<T>(int slot, List<T> items) {}
+  private record Submitted(Batch batch, List<VolumeSource> items) {}
 
-  private final Iterator<T> input;
+  private final VolumeInput input;
   private final Backend backend;
+  private final int device;
   private final RunSpec spec;
-  private final Emitter<T, R> emitter;
+  private final int outputGap;
+  private final MemoryBudget budget;
+  private final PhaseTimes times;
   private final String taskName;
-  private final ArrayDeque<R> ready = new ArrayDeque<>();
-  private final ArrayDeque<InFlight<T>> inflight = new ArrayDeque<>();
-  private T peeked;
+  private final ArrayDeque<Submitted> inflight = new ArrayDeque<>();
+  private final Gate gate = new Gate();
+  private VolumeSource peeked;
+  private boolean ended;
   private BatchExecutor exec;
   private VolumeShape execShape;
   private VolumeShape outShape;
-  private boolean[] busy;
+  private Batch filling;
+  private List<VolumeSource> fillingItems;
+  private Batch lastReturned;
   private long volumesIn;
   private long bytesIn;
   private long bytesOut;
@@ -56,28 +68,21 @@ public final class BatchRunner<T extends VolumeSource, R> implements Iterator<R>
   private final long started = System.nanoTime();
   private long lastLog = started;
 
-  public BatchRunner(Iterator<T> input, Backend backend, RunSpec spec, Emitter<T, R> emitter, String taskName) {
+  /**
+   * @param device the device index on {@code backend} (the Spark layer maps the task's resources to it)
+   * @param outputGap bytes before each output volume that the writer fills (a Parquet length prefix)
+   * @param times where waiting and device time are added
+   */
+  public BatchRunner(VolumeInput input, Backend backend, int device, RunSpec spec, int outputGap, MemoryBudget budget,
+      PhaseTimes times, String taskName) {
     this.input = input;
     this.backend = backend;
+    this.device = device;
     this.spec = spec;
-    this.emitter = emitter;
+    this.outputGap = outputGap;
+    this.budget = budget;
+    this.times = times;
     this.taskName = taskName;
-  }
-
-  @Override
-  public boolean hasNext() {
-    while (ready.isEmpty() && advance()) {
-      // keep going until a result is ready or input is exhausted
-    }
-    return !ready.isEmpty();
-  }
-
-  @Override
-  public R next() {
-    if (!hasNext()) {
-      throw new NoSuchElementException();
-    }
-    return ready.poll();
   }
 
   public long volumesIn() {
@@ -96,87 +101,167 @@ public final class BatchRunner<T extends VolumeSource, R> implements Iterator<R>
     return batches;
   }
 
-  private T peek() {
-    if (peeked == null && input.hasNext()) {
-      peeked = input.next();
+  /** True while the runner holds no batch: only then may it wait for memory or a device. */
+  private boolean holdsNothing() {
+    return filling == null && inflight.isEmpty();
+  }
+
+  /** Page memory for readers, under the runner's waiting rule. */
+  private final class Gate implements PageGate {
+    @Override
+    public boolean acquire(long bytes, String what) {
+      long t0 = System.nanoTime();
+      boolean ok = budget.acquire(bytes, MemoryBudget.Use.PAGES, holdsNothing(), () -> what);
+      times.add(Phase.WAIT_BUDGET, System.nanoTime() - t0);
+      return ok;
     }
-    return peeked;
+
+    @Override
+    public void force(long bytes) {
+      budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
+    }
+
+    @Override
+    public void release(long bytes) {
+      budget.release(bytes, MemoryBudget.Use.PAGES);
+    }
   }
 
-  private T take() {
-    T t = peek();
-    peeked = null;
-    return t;
+  /** Reads ahead one volume; false when the gate refused page memory (free batches, then retry). */
+  private boolean peek() {
+    if (peeked == null && !ended) {
+      try {
+        peeked = input.next(gate);
+      } catch (PageGate.Refused r) {
+        return false;
+      }
+      if (peeked == null) {
+        ended = true;
+      }
+    }
+    return true;
   }
 
-  private boolean advance() {
+  /**
+   * The next finished batch, in input order; null when the input is exhausted. The returned
+   * output is valid until the next call.
+   */
+  public Finished next() {
+    if (lastReturned != null) {
+      lastReturned.close();
+      lastReturned = null;
+    }
     while (true) {
-      T item = peek();
+      fill();
+      if (ended && filling != null && fillingItems.isEmpty()) {
+        filling.close();
+        filling = null;
+      }
+      if (filling != null && !fillingItems.isEmpty() && (ended || inflight.isEmpty())) {
+        // the input ended, or the device was busy with our only other batch, which is written by now
+        submitFilling();
+      }
+      if (!inflight.isEmpty()) {
+        return finish(inflight.poll());
+      }
+      if (ended && filling == null) {
+        closeExecutor();
+        return null;
+      }
+    }
+  }
+
+  /**
+   * Fills and submits batches until the input ends or the runner must first hand back a finished
+   * batch (it holds {@link #MAX_HELD}, or was refused memory or a device while holding one).
+   */
+  private void fill() {
+    while (true) {
+      if (filling != null && fillingItems.size() == exec.maxBatch() && !submitFilling()) {
+        return;
+      }
+      if (!peek()) {
+        // a reader needs page memory: give up what we hold, in order, then ask again
+        if (filling != null && fillingItems.isEmpty()) {
+          filling.close();
+          filling = null;
+        } else if (filling != null && !submitFilling()) {
+          return;
+        }
+        if (!holdsNothing()) {
+          return;
+        }
+        continue;
+      }
+      VolumeSource item = peeked;
       if (item == null) {
-        break;
+        return;
       }
       VolumeShape s = item.shape();
       if (exec != null && !s.equals(execShape)) {
+        if (filling != null && !fillingItems.isEmpty() && !submitFilling()) {
+          return;
+        }
         if (!inflight.isEmpty()) {
-          break;
+          return;
+        }
+        if (filling != null) {
+          filling.close();
+          filling = null;
         }
         closeExecutor();
       }
       if (exec == null) {
         openExecutor(s, item.record());
       }
-      int slot = freeSlot();
-      if (slot < 0) {
-        break;
+      if (filling == null) {
+        if (inflight.size() >= MAX_HELD) {
+          return;
+        }
+        long t0 = System.nanoTime();
+        try {
+          filling = exec.newBatch(inflight.isEmpty());
+        } catch (MemoryBudgetException e) {
+          throw new MemoryBudgetException("volume " + item.record() + " " + s + " (" + MemoryBudget.mib(s.bytes()) + "): "
+              + e.getMessage(), e.requested(), e.limit());
+        }
+        times.add(Phase.WAIT_BUDGET, System.nanoTime() - t0);
+        if (filling == null) {
+          return;
+        }
+        fillingItems = new ArrayList<>();
       }
-      fill(slot);
+      item.copyTo(filling.input());
+      fillingItems.add(item);
+      peeked = null;
+      volumesIn++;
+      bytesIn += s.bytes();
     }
-    if (inflight.isEmpty()) {
-      closeExecutor();
+  }
+
+  /** Submits the batch being filled; false (still filling) when the device is busy and we hold another batch. */
+  private boolean submitFilling() {
+    if (!exec.submit(filling, fillingItems.size(), inflight.isEmpty())) {
       return false;
     }
-    InFlight<T> f = inflight.poll();
-    ByteBuffer out = exec.output(f.slot());
-    int ob = (int) outShape.bytes();
-    for (int i = 0; i < f.items().size(); i++) {
-      ByteBuffer v = out.slice(i * ob, ob).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-      R r = emitter.emit(f.items().get(i), outShape, v);
-      if (r != null) {
-        ready.add(r);
-      }
-    }
-    bytesOut += (long) ob * f.items().size();
-    busy[f.slot()] = false;
-    maybeLog();
+    inflight.add(new Submitted(filling, fillingItems));
+    batches++;
+    filling = null;
+    fillingItems = null;
     return true;
   }
 
-  private void fill(int slot) {
-    ByteBuffer in = exec.input(slot);
-    List<T> items = new ArrayList<>();
-    while (items.size() < exec.maxBatch()) {
-      T item = peek();
-      if (item == null || !item.shape().equals(execShape)) {
-        break;
-      }
-      item.copyTo(in);
-      items.add(take());
-      volumesIn++;
-      bytesIn += execShape.bytes();
+  private Finished finish(Submitted s) {
+    ByteBuffer out = s.batch().output();
+    times.addAll(s.batch().times());
+    long[] offsets = new long[s.items().size()];
+    for (int i = 0; i < offsets.length; i++) {
+      offsets[i] = s.batch().outputOffset(i);
     }
-    exec.submit(slot, items.size());
-    busy[slot] = true;
-    batches++;
-    inflight.add(new InFlight<>(slot, items));
-  }
-
-  private int freeSlot() {
-    for (int i = 0; i < busy.length; i++) {
-      if (!busy[i]) {
-        return i;
-      }
-    }
-    return -1;
+    bytesOut += outShape.bytes() * offsets.length;
+    lastReturned = s.batch();
+    maybeLog();
+    return new Finished(s.items(), outShape, out, offsets);
   }
 
   private void openExecutor(VolumeShape s, String record) {
@@ -187,16 +272,15 @@ public final class BatchRunner<T extends VolumeSource, R> implements Iterator<R>
       throw new BadRecordException(record, "shape " + s + " cannot go through pipeline " + p.describe() + ": "
           + e.getMessage());
     }
-    int batch = spec.batchSize() > 0 ? spec.batchSize() : backend.suggestBatch(p, s);
+    int batch = spec.batchSize() > 0 ? spec.batchSize() : backend.suggestBatch(p, s, device);
     try {
-      exec = backend.open(p, s, batch);
+      exec = backend.open(p, s, batch, device, outputGap);
     } catch (IllegalArgumentException e) {
       throw new BadRecordException(record, e.getMessage(), e);
     }
     execShape = s;
-    busy = new boolean[exec.slots()];
-    LOG.info("{}: {} volumes {} -> {} on {}, batches of up to {} ({} slots)", taskName, p.describe(), s, outShape,
-        backend.name(), exec.maxBatch(), exec.slots());
+    LOG.info("{}: {} volumes {} -> {} on {}, batches of up to {} ({} of host memory each)", taskName, p.describe(), s,
+        outShape, backend.name(device), exec.maxBatch(), MemoryBudget.mib(exec.batchBytes()));
   }
 
   private void closeExecutor() {
@@ -217,10 +301,42 @@ public final class BatchRunner<T extends VolumeSource, R> implements Iterator<R>
     }
   }
 
-  /** Releases the executor (device buffers, pinned memory); safe to call twice. */
+  /** Gives back every batch (waiting for device work still running) and the input; safe to call twice. */
   @Override
   public void close() {
+    RuntimeException first = null;
+    List<Batch> all = new ArrayList<>();
+    if (lastReturned != null) {
+      all.add(lastReturned);
+      lastReturned = null;
+    }
+    for (Submitted s : inflight) {
+      all.add(s.batch());
+    }
     inflight.clear();
-    closeExecutor();
+    if (filling != null) {
+      all.add(filling);
+      filling = null;
+    }
+    for (Batch b : all) {
+      try {
+        b.close();
+      } catch (RuntimeException e) {
+        if (first == null) {
+          first = e;
+        }
+      }
+    }
+    try {
+      closeExecutor();
+      input.close();
+    } catch (RuntimeException e) {
+      if (first == null) {
+        first = e;
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
   }
 }

@@ -1,23 +1,32 @@
 package io.volpool.spark;
 
+import io.volpool.backend.Phase;
 import java.io.Serializable;
+import org.apache.spark.SparkContext;
 import org.apache.spark.util.CollectionAccumulator;
 import org.apache.spark.util.LongAccumulator;
 
 /**
- * Accumulators the partition functions add to and the driver reads for the run summary.
- * Registered on the driver; travels to executors inside the partition functions.
+ * Accumulators the tasks add to and the driver reads for the run summary and its checks. Each
+ * count is added where the thing happened: volumes read by the readers, volumes and files written
+ * by the writers, time by the phase that spent it. Registered on the driver; travels to executors
+ * inside the partition function.
  */
-public record JobMetrics(LongAccumulator volumesIn, LongAccumulator volumesOut, LongAccumulator bytesIn,
-    LongAccumulator bytesOut, LongAccumulator batches, CollectionAccumulator<String> backends) implements Serializable {
+public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWritten, LongAccumulator filesWritten,
+    LongAccumulator bytesIn, LongAccumulator bytesOut, LongAccumulator batches, LongArrayAccumulator phaseNanos,
+    MaxAccumulator peakBudgetBytes, MaxAccumulator peakHeapBytes, CollectionAccumulator<String> backends)
+    implements Serializable {
 
-  /** Adds one finished task's counts. */
-  void add(BatchRunner<?, ?> r, String backend) {
-    volumesIn.add(r.volumesIn());
-    volumesOut.add(r.volumesIn());
-    bytesIn.add(r.bytesIn());
-    bytesOut.add(r.bytesOut());
-    batches.add(r.batches());
-    backends.add(backend);
+  public static JobMetrics register(SparkContext sc) {
+    LongArrayAccumulator phases = new LongArrayAccumulator(Phase.values().length);
+    sc.register(phases, "volpool.phaseNanos");
+    MaxAccumulator budget = new MaxAccumulator();
+    sc.register(budget, "volpool.peakBudgetBytes");
+    MaxAccumulator heap = new MaxAccumulator();
+    sc.register(heap, "volpool.peakHeapBytes");
+    return new JobMetrics(sc.longAccumulator("volpool.volumesRead"), sc.longAccumulator("volpool.volumesWritten"),
+        sc.longAccumulator("volpool.filesWritten"), sc.longAccumulator("volpool.bytesIn"),
+        sc.longAccumulator("volpool.bytesOut"), sc.longAccumulator("volpool.batches"), phases, budget, heap,
+        sc.collectionAccumulator("volpool.backends"));
   }
 }

@@ -1,16 +1,29 @@
 package io.volpool.spark;
 
+import io.volpool.io.TensorLayout;
 import io.volpool.op.Pipeline;
 import java.io.Serializable;
 
 /**
- * What executors need to process a partition: the pipeline (weights included), the device
- * choice and batching. Built once on the driver from the job settings; small and serializable.
+ * What executors need to process a partition, resolved once on the driver from the job settings:
+ * the pipeline (weights included), the device choice, batching, threads, the memory budget and how
+ * the input is laid out. Small and serializable.
  *
  * @param device {@code auto}, {@code cpu} or {@code gpu}
  * @param batchSize volumes per batch; 0 lets the backend choose from the shape (and free device memory)
- * @param cpuThreads threads of the CPU backend; 0 means all cores
- * @param gpuTasksPerDevice how many tasks may use one GPU at once
+ * @param cpuThreads threads of the CPU backend per executor JVM (resolved, at least 1)
+ * @param gpuStreams batches one GPU runs at once
+ * @param memoryBudget bytes of the executor's memory budget; 0 means half of the executor's heap
+ * @param inputFormat {@code parquet} or {@code npy}
+ * @param layout the Parquet input layout (null for .npy input)
+ * @param npyMaxHeaderBytes the largest .npy header accepted
+ * @param outputGap bytes the backend leaves before each output volume (4 for Parquet output, 0 for .npy)
  */
-public record RunSpec(Pipeline pipeline, String device, int batchSize, int cpuThreads, int gpuTasksPerDevice)
-    implements Serializable {}
+public record RunSpec(Pipeline pipeline, String device, int batchSize, int cpuThreads, int gpuStreams, long memoryBudget,
+    String inputFormat, TensorLayout layout, int npyMaxHeaderBytes, int outputGap) implements Serializable {
+
+  /** The executor's budget in bytes: the setting, or half of this JVM's heap. */
+  public long budgetBytes() {
+    return memoryBudget > 0 ? memoryBudget : io.volpool.memory.MemoryBudget.defaultLimit();
+  }
+}

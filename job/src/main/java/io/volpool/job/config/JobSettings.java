@@ -31,6 +31,9 @@ public final class JobSettings {
     });
     Set<String> known = VolpoolOptions.ALL.stream().map(ConfKey::key).collect(Collectors.toSet());
     for (String k : values.keySet()) {
+      if (VolpoolOptions.RENAMED.containsKey(k)) {
+        throw new SettingsException("setting " + k + " no longer exists; use " + VolpoolOptions.RENAMED.get(k));
+      }
       if (!known.contains(k)) {
         throw new SettingsException("unknown setting " + k + "; known settings: "
             + VolpoolOptions.ALL.stream().map(ConfKey::key).sorted().collect(Collectors.joining(", ")));
@@ -54,7 +57,10 @@ public final class JobSettings {
     avgPool();
     batchSize();
     cpuThreads();
-    gpuTasksPerDevice();
+    gpuStreams();
+    memoryBudget();
+    npyMaxHeaderBytes();
+    outputSharedFilesystem();
     tensorShape();
     if (outputFormat().equals("npy") && !inputFormat().equals("npy")) {
       throw new SettingsException(VolpoolOptions.OUTPUT_FORMAT.key() + "=npy needs " + VolpoolOptions.INPUT_FORMAT.key()
@@ -84,6 +90,10 @@ public final class JobSettings {
   }
 
   private int integer(ConfKey k, int min) {
+    return integer(k, min, Integer.MAX_VALUE);
+  }
+
+  private int integer(ConfKey k, int min, int max) {
     String v = raw(k);
     int i;
     try {
@@ -93,6 +103,9 @@ public final class JobSettings {
     }
     if (i < min) {
       throw new SettingsException(k.key() + " must be at least " + min + ", got " + i);
+    }
+    if (i > max) {
+      throw new SettingsException(k.key() + " must be at most " + max + ", got " + i);
     }
     return i;
   }
@@ -218,15 +231,58 @@ public final class JobSettings {
   }
 
   public int batchSize() {
-    return integer(VolpoolOptions.BATCH_SIZE, 0);
+    return integer(VolpoolOptions.BATCH_SIZE, 0, 1 << 20);
   }
 
+  /** CPU threads per executor JVM; 0 means the executor's cores. */
   public int cpuThreads() {
-    return integer(VolpoolOptions.CPU_THREADS, 0);
+    return integer(VolpoolOptions.CPU_THREADS, 0, 4096);
   }
 
-  public int gpuTasksPerDevice() {
-    return integer(VolpoolOptions.GPU_TASKS_PER_DEVICE, 1);
+  public int gpuStreams() {
+    return integer(VolpoolOptions.GPU_STREAMS, 1, 64);
+  }
+
+  public int npyMaxHeaderBytes() {
+    return integer(VolpoolOptions.NPY_MAX_HEADER, 128, 1 << 30);
+  }
+
+  public boolean outputSharedFilesystem() {
+    return bool(VolpoolOptions.OUTPUT_SHARED_FS);
+  }
+
+  /** The memory budget in bytes; 0 for {@code auto} (half of each executor's heap). */
+  public long memoryBudget() {
+    String v = raw(VolpoolOptions.MEMORY_BUDGET).trim().toLowerCase(Locale.ROOT);
+    if (v.equals("auto")) {
+      return 0;
+    }
+    long bytes = parseBytes(v);
+    if (bytes < (16L << 20)) {
+      throw new SettingsException(VolpoolOptions.MEMORY_BUDGET.key() + " must be auto or at least 16m, got '"
+          + raw(VolpoolOptions.MEMORY_BUDGET) + "'");
+    }
+    return bytes;
+  }
+
+  private static long parseBytes(String v) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)\\s*([kmgt]?)(i?b)?").matcher(v);
+    if (!m.matches()) {
+      throw new SettingsException(VolpoolOptions.MEMORY_BUDGET.key() + " must be auto or a size such as 512m, 6g or"
+          + " 6442450944, got '" + v + "'");
+    }
+    int shift = switch (m.group(2)) {
+      case "k" -> 10;
+      case "m" -> 20;
+      case "g" -> 30;
+      case "t" -> 40;
+      default -> 0;
+    };
+    try {
+      return Math.multiplyExact(Long.parseLong(m.group(1)), 1L << shift);
+    } catch (ArithmeticException | NumberFormatException e) {
+      throw new SettingsException(VolpoolOptions.MEMORY_BUDGET.key() + " is too large: '" + v + "'");
+    }
   }
 
   /** Every effective {@code spark.volpool.*} value (defaults included), for the log and the summary. */

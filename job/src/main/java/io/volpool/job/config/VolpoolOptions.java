@@ -56,15 +56,31 @@ public final class VolpoolOptions {
   public static final ConfKey BATCH_SIZE = new ConfKey(PREFIX + "batchSize", "0",
       "Volumes per backend call; 0 chooses from the volume size (and free GPU memory).");
   public static final ConfKey CPU_THREADS = new ConfKey(PREFIX + "cpu.threads", "0",
-      "Threads of the CPU backend's shared pool per executor JVM; 0 = all cores.");
-  public static final ConfKey GPU_TASKS_PER_DEVICE = new ConfKey(PREFIX + "gpu.tasksPerDevice", "8",
-      "Tasks that may hold one GPU at once (others wait); free GPU memory for batches is split between them."
-          + " A task holds the GPU for its whole partition, reading included: match the executor's task slots.");
+      "Threads of the CPU backend's shared pool per executor JVM; 0 = the executor's cores (`local[N]`: N;"
+          + " a cluster: `spark.executor.cores`, else the host's cores).");
+  public static final ConfKey GPU_STREAMS = new ConfKey(PREFIX + "gpu.streams", "4",
+      "Batches one GPU runs at once, each on its own CUDA stream with its own device buffers. A task holds a stream"
+          + " only for its batch's copies and kernels, never while reading or writing; free GPU memory for batches is"
+          + " split between the streams.");
+  public static final ConfKey MEMORY_BUDGET = new ConfKey(PREFIX + "memory.budget", "auto",
+      "Host memory per executor for volume data in flight (batch buffers, pinned on the GPU; input pages that cannot"
+          + " be streamed), e.g. `6g`; tasks wait for room. `auto`: half of the executor's heap. One request (a batch,"
+          + " a page) may take at most half. On YARN or Kubernetes add the budget to `spark.executor.memoryOverhead`"
+          + " when the GPU is used (pinned memory is off-heap).");
+  public static final ConfKey NPY_MAX_HEADER = new ConfKey(PREFIX + "input.npy.maxHeaderBytes", "10000",
+      "Largest .npy header accepted (numpy's `max_header_size`); larger headers are bad records.");
+  public static final ConfKey OUTPUT_SHARED_FS = new ConfKey(PREFIX + "output.sharedFilesystem", "false",
+      "`true` allows a `file:` output on a cluster master (only when that path is one shared filesystem on every"
+          + " host, e.g. NFS); otherwise such an output is refused, since executors would write to their own disks.");
 
   public static final List<ConfKey> ALL = List.of(INPUT, INPUT_FORMAT, INPUT_TENSOR_COLUMN, INPUT_TENSOR_SHAPE, OUTPUT,
       OUTPUT_FORMAT, OUTPUT_COMPRESSION, MODE, PIPELINE, FUSED_WEIGHTS, FUSED_STRIDE, FUSED_PADDING, FUSED_OUTPUT_PADDING, FUSED_POOL_KERNEL,
       AVGPOOL_KERNEL, AVGPOOL_STRIDE, AVGPOOL_PADDING, AVGPOOL_CEIL, AVGPOOL_COUNT_PAD, DEVICE, BATCH_SIZE, CPU_THREADS,
-      GPU_TASKS_PER_DEVICE);
+      GPU_STREAMS, MEMORY_BUDGET, NPY_MAX_HEADER, OUTPUT_SHARED_FS);
+
+  /** Keys of earlier versions, with what replaced them (named in the error a stale key gets). */
+  public static final java.util.Map<String, String> RENAMED = java.util.Map.of(
+      PREFIX + "gpu.tasksPerDevice", GPU_STREAMS.key() + " (a task now holds the GPU only for its copies and kernels)");
 
   /** The README's settings table. */
   public static String markdownTable() {

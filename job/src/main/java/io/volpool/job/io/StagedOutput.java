@@ -30,15 +30,15 @@ public final class StagedOutput {
   /**
    * Checks the output path against the mode and picks a staging directory.
    *
-   * @throws IllegalArgumentException when the output exists and {@code overwrite} is false
+   * @throws io.volpool.job.config.SettingsException when the output exists and {@code overwrite} is false
    */
   public static StagedOutput prepare(String output, boolean overwrite, Configuration conf) throws IOException {
     Path out = new Path(output);
     FileSystem fs = out.getFileSystem(conf);
     out = fs.makeQualified(out);
     if (fs.exists(out) && !overwrite) {
-      throw new IllegalArgumentException("output " + out + " already exists; set spark.volpool.mode=overwrite to replace it,"
-          + " or choose another spark.volpool.output");
+      throw new io.volpool.job.config.SettingsException("output " + out + " already exists; set spark.volpool.mode=overwrite"
+          + " to replace it, or choose another spark.volpool.output");
     }
     Path parent = out.getParent();
     if (parent != null && !fs.exists(parent)) {

@@ -1,4 +1,4 @@
-package io.volpool.spark;
+package io.volpool.io;
 
 /**
  * A record of the input cannot be processed: its message names the record (row id or file path)

@@ -1,0 +1,125 @@
+package io.volpool.job;
+
+import io.volpool.spark.JobMetrics;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.AccumulableInfo;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerExecutorMetricsUpdate;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.Tuple4;
+
+/**
+ * Progress in the driver's log every few seconds while the job runs: volumes done of the total,
+ * GB/s and volumes/s, and the time left. Finished tasks count through the job's accumulators;
+ * running tasks through the values their executors send with each heartbeat, so the figure moves
+ * while long tasks run. Started and stopped by {@link VolpoolJob}.
+ */
+final class Progress extends SparkListener implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(Progress.class);
+  static final long EVERY_MILLIS = 5_000;
+
+  private final SparkContext sc;
+  private final JobMetrics m;
+  private final long total;
+  private final String unit;
+  private final long started = System.nanoTime();
+  private final Map<Long, long[]> running = new ConcurrentHashMap<>();
+  private final Thread thread;
+  private volatile boolean stop;
+
+  /**
+   * @param total volumes expected (Parquet: from the footers), or -1 when unknown (.npy: counted as read)
+   */
+  Progress(SparkContext sc, JobMetrics m, long total) {
+    this.sc = sc;
+    this.m = m;
+    this.total = total;
+    this.unit = "volumes";
+    sc.addSparkListener(this);
+    thread = new Thread(this::loop, "volpool-progress");
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  @Override
+  public void onExecutorMetricsUpdate(SparkListenerExecutorMetricsUpdate u) {
+    scala.collection.Iterator<Tuple4<Object, Object, Object, scala.collection.immutable.Seq<AccumulableInfo>>> it =
+        u.accumUpdates().iterator();
+    while (it.hasNext()) {
+      Tuple4<Object, Object, Object, scala.collection.immutable.Seq<AccumulableInfo>> t = it.next();
+      long task = (Long) t._1();
+      long[] v = running.computeIfAbsent(task, k -> new long[2]);
+      scala.collection.Iterator<AccumulableInfo> ai = t._4().iterator();
+      while (ai.hasNext()) {
+        AccumulableInfo a = ai.next();
+        if (a.update().isEmpty() || !(a.update().get() instanceof Long val)) {
+          continue;
+        }
+        if (a.id() == m.volumesRead().id()) {
+          v[0] = val;
+        } else if (a.id() == m.bytesIn().id()) {
+          v[1] = val;
+        }
+      }
+    }
+  }
+
+  @Override
+  public void onTaskEnd(SparkListenerTaskEnd e) {
+    running.remove(e.taskInfo().taskId());
+  }
+
+  private void loop() {
+    while (!stop) {
+      try {
+        Thread.sleep(EVERY_MILLIS);
+      } catch (InterruptedException e) {
+        return;
+      }
+      if (!stop) {
+        LOG.info(line());
+      }
+    }
+  }
+
+  /** The progress line now. */
+  String line() {
+    long vols = m.volumesRead().value();
+    long bytes = m.bytesIn().value();
+    for (long[] v : running.values()) {
+      vols += v[0];
+      bytes += v[1];
+    }
+    double secs = Math.max(1e-9, (System.nanoTime() - started) / 1e9);
+    double rate = vols / secs;
+    StringBuilder sb = new StringBuilder("volpool progress: ").append(String.format("%,d", vols));
+    if (total >= 0) {
+      sb.append(" of ").append(String.format("%,d", total)).append(' ').append(unit)
+          .append(String.format(" (%.1f%%)", total == 0 ? 100.0 : 100.0 * vols / total));
+    } else {
+      sb.append(' ').append(unit);
+    }
+    sb.append(String.format(", %.2f GB/s in, %,.0f %s/s", bytes / secs / 1e9, rate, unit));
+    if (total > 0 && rate > 0 && vols < total) {
+      sb.append(String.format(", about %s left", duration((total - vols) / rate)));
+    }
+    return sb.append(String.format(", %s elapsed", duration(secs))).toString();
+  }
+
+  static String duration(double secs) {
+    long s = Math.round(secs);
+    return s >= 3600 ? String.format("%dh%02dm", s / 3600, s / 60 % 60) : s >= 60 ? String.format("%dm%02ds", s / 60, s % 60)
+        : s + " s";
+  }
+
+  @Override
+  public void close() {
+    stop = true;
+    thread.interrupt();
+    sc.removeSparkListener(this);
+  }
+}

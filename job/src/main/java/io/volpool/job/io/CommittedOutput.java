@@ -1,0 +1,99 @@
+package io.volpool.job.io;
+
+import io.volpool.format.NpyHeader;
+import io.volpool.spark.JobMetrics;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
+
+/**
+ * What the job commit actually left in the staging folder, counted on the driver from the files
+ * themselves (Parquet footers' row counts; .npy headers' volume counts), and the check that it is
+ * what was read: a run that committed less than it read fails instead of reporting a success.
+ *
+ * @param files data files committed
+ * @param volumes volumes they hold
+ */
+public record CommittedOutput(long files, long volumes) {
+
+  /** Counts the committed data files under {@code staging}. */
+  public static CommittedOutput count(Path staging, boolean npy, Configuration conf) throws IOException {
+    FileSystem fs = staging.getFileSystem(conf);
+    if (!fs.exists(staging)) {
+      return new CommittedOutput(0, 0);
+    }
+    List<String> skipped = new ArrayList<>();
+    List<FileStatus> files = InputPlanner.list(staging, conf, n -> !npy || n.toLowerCase(java.util.Locale.ROOT)
+        .endsWith(".npy"), npy ? ".npy" : "Parquet", skipped);
+    long volumes = 0;
+    for (FileStatus f : files) {
+      if (npy) {
+        try (FSDataInputStream in = fs.open(f.getPath())) {
+          byte[] prefix = new byte[NpyHeader.prefixBytes(f.getLen(), NpyHeader.DEFAULT_MAX_HEADER_BYTES)];
+          in.readFully(prefix);
+          long[] s = NpyHeader.parse(prefix, f.getLen(), f.getPath().toString(), NpyHeader.DEFAULT_MAX_HEADER_BYTES)
+              .shape();
+          volumes += s.length == 5 ? s[0] : 1;
+        }
+      } else {
+        try (ParquetFileReader r = ParquetFileReader.open(HadoopInputFile.fromStatus(f, conf))) {
+          for (BlockMetaData b : r.getFooter().getBlocks()) {
+            volumes += b.getRowCount();
+          }
+        }
+      }
+    }
+    return new CommittedOutput(files.size(), volumes);
+  }
+
+  /**
+   * Fails when the committed output does not hold every volume that was read, or the readers did not
+   * read every volume the input holds, naming the numbers and where they differ.
+   *
+   * @throws OutputMismatchException with the counts and the likely cause
+   */
+  public static void check(CommittedOutput c, InputPlanner.Plan plan, JobMetrics m, boolean npyIn, boolean npyOut,
+      String output) {
+    long read = m.volumesRead().value();
+    long written = m.volumesWritten().value();
+    List<String> problems = new ArrayList<>();
+    if (!npyIn && plan.rows() != read) {
+      problems.add("the input footers hold " + plan.rows() + " volumes but the tasks read " + read);
+    }
+    if (written != read) {
+      problems.add("the tasks read " + read + " volumes but wrote " + written);
+    }
+    if (c.volumes() != written) {
+      problems.add("the tasks wrote " + written + " volumes but the committed output holds " + c.volumes() + " in "
+          + c.files() + " file(s)");
+    }
+    if (npyIn && npyOut && c.files() != plan.files()) {
+      problems.add("the input has " + plan.files() + " .npy files but the committed output has " + c.files());
+    }
+    if (!problems.isEmpty()) {
+      String hint = c.volumes() < written
+          ? ". Files written by the executors did not reach the output: on a cluster, is " + output
+              + " on a filesystem every executor and the driver share?"
+          : "";
+      throw new OutputMismatchException("output check failed: " + String.join("; ", problems) + hint
+          + ". Nothing was moved into " + output + ".");
+    }
+  }
+
+  /** The committed output is not what was read. */
+  public static final class OutputMismatchException extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    public OutputMismatchException(String message) {
+      super(message);
+    }
+  }
+}

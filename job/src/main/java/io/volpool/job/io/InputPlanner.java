@@ -1,0 +1,237 @@
+package io.volpool.job.io;
+
+import io.volpool.io.NpyFileRef;
+import io.volpool.io.ParquetSplit;
+import io.volpool.spark.TaskPlan;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.metadata.ParquetMetadata;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
+
+/**
+ * Plans a job's tasks on the driver, as Spark plans file scans: lists the input (recursively,
+ * skipping hidden {@code _} and {@code .} names as Spark does, and reporting what it skipped), cuts
+ * Parquet files into splits on row-group boundaries from their footers, and packs splits or .npy
+ * files into tasks of at most {@code maxSplitBytes} (plus an open cost per file), in input order.
+ * The footers also give the number of input rows, against which the output is checked. Stateless.
+ */
+public final class InputPlanner {
+  /** Footers are read in parallel on the driver up to this many files; above, only a sample. */
+  static final int FOOTER_THREADS = 8;
+
+  /**
+   * What the planner found.
+   *
+   * @param tasks the task plans, one per Spark partition
+   * @param files input files taken
+   * @param bytes their bytes
+   * @param rows input volumes per the Parquet footers (for .npy input: -1, unknown until read)
+   * @param skipped files not taken, with the reason, for the log and the summary
+   * @param first the first input file (its schema decides the layout)
+   */
+  public record Plan(List<TaskPlan> tasks, long files, long bytes, long rows, List<String> skipped, Path first) {}
+
+  private InputPlanner() {}
+
+  /** How large a task's input may be, as Spark computes it: the max partition bytes, or less to spread over the cores. */
+  public static long maxSplitBytes(long maxPartitionBytes, long openCost, long totalBytes, long fileCount, int cores) {
+    long bytesPerCore = (totalBytes + fileCount * openCost) / Math.max(1, cores);
+    return Math.min(maxPartitionBytes, Math.max(openCost, bytesPerCore));
+  }
+
+  /** Lists the input's files: {@code wanted} decides by name which are input; everything else is reported. */
+  static List<FileStatus> list(Path root, Configuration conf, java.util.function.Predicate<String> wanted,
+      String kind, List<String> skipped) throws IOException {
+    FileSystem fs = root.getFileSystem(conf);
+    FileStatus st = fs.getFileStatus(root);
+    List<FileStatus> out = new ArrayList<>();
+    if (st.isFile()) {
+      out.add(st);
+      return out;
+    }
+    String base = fs.makeQualified(root).toUri().getPath();
+    RemoteIterator<LocatedFileStatus> it = fs.listFiles(root, true);
+    while (it.hasNext()) {
+      LocatedFileStatus f = it.next();
+      String rel = relative(base, f.getPath().toUri().getPath());
+      String hidden = null;
+      for (String part : rel.split("/")) {
+        if (part.startsWith("_") || part.startsWith(".")) {
+          hidden = part;
+        }
+      }
+      if (hidden != null) {
+        if (!rel.endsWith(".crc") && !rel.equals("_SUCCESS") && !rel.endsWith("/_SUCCESS")
+            && !rel.startsWith("_volpool") && !rel.contains("/_volpool")) {
+          skipped.add(rel + " (hidden: names starting with _ or . are not input)");
+        }
+        continue;
+      }
+      if (!wanted.test(f.getPath().getName())) {
+        skipped.add(rel + " (not " + kind + ")");
+        continue;
+      }
+      out.add(f);
+    }
+    out.sort(Comparator.comparing(f -> f.getPath().toString()));
+    return out;
+  }
+
+  static String relative(String base, String path) {
+    String b = base.endsWith("/") ? base : base + "/";
+    return path.startsWith(b) ? path.substring(b.length()) : new Path(path).getName();
+  }
+
+  /** The folder of {@code file} below {@code root} ("" at the root or when the input is one file). */
+  static String folder(Path root, FileStatus file, Configuration conf) throws IOException {
+    FileSystem fs = root.getFileSystem(conf);
+    String base = fs.makeQualified(root).toUri().getPath();
+    String rel = relative(base, file.getPath().toUri().getPath());
+    int slash = rel.lastIndexOf('/');
+    return slash < 0 ? "" : rel.substring(0, slash);
+  }
+
+  /** Plans Parquet input: every non-hidden file is Parquet (as Spark reads a folder). */
+  public static Plan parquet(String input, Configuration conf, long maxPartitionBytes, long openCost, int cores)
+      throws IOException {
+    Path root = new Path(input);
+    List<String> skipped = new ArrayList<>();
+    List<FileStatus> files = list(root, conf, n -> true, "Parquet", skipped);
+    List<ParquetMetadata> footers = footers(files, conf);
+    long total = 0;
+    long rows = 0;
+    for (int i = 0; i < files.size(); i++) {
+      total += files.get(i).getLen();
+      for (BlockMetaData b : footers.get(i).getBlocks()) {
+        rows += b.getRowCount();
+      }
+    }
+    long max = maxSplitBytes(maxPartitionBytes, openCost, total, files.size(), cores);
+    List<ParquetSplit> splits = new ArrayList<>();
+    List<Long> sizes = new ArrayList<>();
+    for (int i = 0; i < files.size(); i++) {
+      FileStatus f = files.get(i);
+      String folder = folder(root, f, conf);
+      List<BlockMetaData> blocks = footers.get(i).getBlocks();
+      long start = -1;
+      long end = -1;
+      for (BlockMetaData b : blocks) {
+        long bs = b.getStartingPos();
+        long be = bs + b.getCompressedSize();
+        if (start >= 0 && be - start > max) {
+          splits.add(new ParquetSplit(f.getPath().toString(), folder, start, end - start));
+          sizes.add(end - start);
+          start = -1;
+        }
+        if (start < 0) {
+          start = bs;
+        }
+        end = be;
+      }
+      if (start >= 0) {
+        splits.add(new ParquetSplit(f.getPath().toString(), folder, start, end - start));
+        sizes.add(end - start);
+      }
+    }
+    List<TaskPlan> tasks = new ArrayList<>();
+    List<ParquetSplit> cur = new ArrayList<>();
+    long curBytes = 0;
+    for (int i = 0; i < splits.size(); i++) {
+      long sz = sizes.get(i) + openCost;
+      if (!cur.isEmpty() && curBytes + sz > max) {
+        tasks.add(new TaskPlan(tasks.size(), List.copyOf(cur), List.of(), curBytes));
+        cur.clear();
+        curBytes = 0;
+      }
+      cur.add(splits.get(i));
+      curBytes += sz;
+    }
+    if (!cur.isEmpty()) {
+      tasks.add(new TaskPlan(tasks.size(), List.copyOf(cur), List.of(), curBytes));
+    }
+    return new Plan(tasks, files.size(), total, rows, skipped, files.isEmpty() ? null : files.get(0).getPath());
+  }
+
+  /** Plans .npy input: files named {@code *.npy} (any case); other files are reported as skipped. */
+  public static Plan npy(String input, Configuration conf, long maxPartitionBytes, long openCost, int cores)
+      throws IOException {
+    Path root = new Path(input);
+    List<String> skipped = new ArrayList<>();
+    List<FileStatus> files = list(root, conf, n -> n.toLowerCase(Locale.ROOT).endsWith(".npy"), ".npy", skipped);
+    long total = files.stream().mapToLong(FileStatus::getLen).sum();
+    long max = maxSplitBytes(maxPartitionBytes, openCost, total, files.size(), cores);
+    FileSystem fs = root.getFileSystem(conf);
+    boolean single = fs.getFileStatus(root).isFile();
+    String base = fs.makeQualified(root).toUri().getPath();
+    List<TaskPlan> tasks = new ArrayList<>();
+    List<NpyFileRef> cur = new ArrayList<>();
+    long curBytes = 0;
+    for (FileStatus f : files) {
+      long sz = f.getLen() + openCost;
+      if (!cur.isEmpty() && curBytes + sz > max) {
+        tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), curBytes));
+        cur.clear();
+        curBytes = 0;
+      }
+      String rel = single ? f.getPath().getName() : relative(base, f.getPath().toUri().getPath());
+      cur.add(new NpyFileRef(f.getPath().toString(), rel, f.getLen()));
+      curBytes += sz;
+    }
+    if (!cur.isEmpty()) {
+      tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), curBytes));
+    }
+    return new Plan(tasks, files.size(), total, -1, skipped, files.isEmpty() ? null : files.get(0).getPath());
+  }
+
+  /** Every file's footer, read in parallel; a file that is not Parquet is named in the error. */
+  static List<ParquetMetadata> footers(List<FileStatus> files, Configuration conf) throws IOException {
+    ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(FOOTER_THREADS, files.size())));
+    try {
+      List<Future<ParquetMetadata>> fs = new ArrayList<>();
+      for (FileStatus f : files) {
+        fs.add(pool.submit(() -> footer(f, conf)));
+      }
+      List<ParquetMetadata> out = new ArrayList<>();
+      for (Future<ParquetMetadata> f : fs) {
+        try {
+          out.add(f.get());
+        } catch (java.util.concurrent.ExecutionException e) {
+          if (e.getCause() instanceof RuntimeException r) {
+            throw r;
+          }
+          throw new IOException(e.getCause());
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IOException("interrupted while reading footers", e);
+        }
+      }
+      return out;
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  private static ParquetMetadata footer(FileStatus f, Configuration conf) {
+    try (ParquetFileReader r = ParquetFileReader.open(HadoopInputFile.fromStatus(f, conf))) {
+      return r.getFooter();
+    } catch (IOException | RuntimeException e) {
+      throw new io.volpool.io.CorruptInputException(f.getPath() + ": not a readable Parquet file ("
+          + String.valueOf(e.getMessage()).lines().findFirst().orElse("") + "); every file in a Parquet input folder"
+          + " must be Parquet (move other files out, or name them _x or .x to hide them)");
+    }
+  }
+}

@@ -1,0 +1,71 @@
+package io.volpool.job;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs the job's main in a JVM of its own, as {@code scripts/volpool} does: for tests that need a
+ * given heap, a fresh process, or a process to kill. Uses this test JVM's class path and the same
+ * opens Spark needs.
+ */
+final class ChildJvm {
+  private ChildJvm() {}
+
+  /** A started child and where its output goes. */
+  record Child(Process process, Path log) {
+    String output() throws IOException {
+      return Files.readString(log, StandardCharsets.UTF_8);
+    }
+
+    int waitFor(long seconds) throws Exception {
+      if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+        process.destroyForcibly();
+        throw new AssertionError("child JVM still running after " + seconds + " s; output:\n" + output());
+      }
+      return process.exitValue();
+    }
+  }
+
+  static List<String> command(String heap, String mainClass, List<String> args) {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.add("-Xmx" + heap);
+    for (String o : System.getProperty("volpool.test.opens", "").split(" ")) {
+      if (!o.isBlank()) {
+        cmd.add(o);
+      }
+    }
+    cmd.add("-Dvolpool.golden=" + System.getProperty("volpool.golden", ""));
+    cmd.add("-cp");
+    cmd.add(System.getProperty("java.class.path"));
+    cmd.add(mainClass);
+    cmd.addAll(args);
+    return cmd;
+  }
+
+  /** Starts {@code VolpoolMain} with {@code --master master} and {@code --conf} entries. */
+  static Child start(String heap, String master, Map<String, String> conf, Path log) throws IOException {
+    List<String> args = new ArrayList<>(List.of("--master", master, "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.driver.host=127.0.0.1"));
+    conf.forEach((k, v) -> {
+      args.add("--conf");
+      args.add(k + "=" + v);
+    });
+    ProcessBuilder pb = new ProcessBuilder(command(heap, VolpoolMain.class.getName(), args));
+    pb.redirectErrorStream(true);
+    pb.redirectOutput(log.toFile());
+    pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+    return new Child(pb.start(), log);
+  }
+
+  static String classPathSeparator() {
+    return File.pathSeparator;
+  }
+}

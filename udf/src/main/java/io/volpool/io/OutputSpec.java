@@ -1,0 +1,24 @@
+package io.volpool.io;
+
+import java.io.Serializable;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What a task writes, decided once on the driver: the format, the Parquet schema and codec, the
+ * pass-through columns and the key-value metadata (provenance) every output file's footer records.
+ * Small and serializable: it travels to executors in the output job's configuration.
+ *
+ * @param format {@code parquet} or {@code npy}
+ * @param schema the output Parquet schema as text (pass-through columns, then shape, dtype, data)
+ * @param passthrough the input columns copied to the output, in order
+ * @param codec Parquet codec name ({@code UNCOMPRESSED}, {@code SNAPPY}, ...)
+ * @param rowGroupBytes a row group is cut after a batch once it holds this many bytes
+ * @param metadata key-value metadata written into every Parquet footer
+ */
+public record OutputSpec(String format, String schema, List<String> passthrough, String codec, long rowGroupBytes,
+    Map<String, String> metadata) implements Serializable {
+  public boolean isNpy() {
+    return format.equals("npy");
+  }
+}

@@ -1,0 +1,230 @@
+package io.volpool.io;
+
+import io.volpool.backend.Phase;
+import io.volpool.backend.PhaseTimes;
+import io.volpool.op.VolumeShape;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.parquet.bytes.BytesInput;
+import org.apache.parquet.bytes.HeapByteBufferAllocator;
+import org.apache.parquet.column.ColumnDescriptor;
+import org.apache.parquet.column.ColumnWriteStore;
+import org.apache.parquet.column.Encoding;
+import org.apache.parquet.column.ParquetProperties;
+import org.apache.parquet.column.statistics.Statistics;
+import org.apache.parquet.example.data.Group;
+import org.apache.parquet.hadoop.CodecFactory;
+import org.apache.parquet.hadoop.ColumnChunkPageWriteStore;
+import org.apache.parquet.hadoop.ParquetFileWriter;
+import org.apache.parquet.hadoop.metadata.CompressionCodecName;
+import org.apache.parquet.hadoop.util.HadoopOutputFile;
+import org.apache.parquet.io.ColumnIOFactory;
+import org.apache.parquet.io.MessageColumnIO;
+import org.apache.parquet.io.api.Binary;
+import org.apache.parquet.io.api.RecordConsumer;
+import org.apache.parquet.schema.GroupType;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.MessageTypeParser;
+import org.apache.parquet.schema.Type;
+
+/**
+ * Writes one Parquet file of output volumes with parquet-hadoop's file writer, one row group per
+ * batch or more: the small columns (pass-through, shape, dtype) go through parquet's column
+ * writers; the tensor column is written by hand, one PLAIN page per volume, straight from the
+ * batch's output buffer (pinned on the GPU): the 4-byte length prefix goes into the gap the backend
+ * left before each volume, so a page is one contiguous slice and no volume is copied to the heap
+ * (unless a codec compresses it). No statistics, dictionary or page index for the tensor column.
+ * Owned by the task's output writer; {@link #close()} writes the footer.
+ */
+public final class ParquetBatchWriter implements AutoCloseable {
+  /** The gap the backend leaves before each output volume: the PLAIN length prefix. */
+  public static final int GAP = 4;
+
+  private final MessageType schema;
+  private final MessageType small;
+  private final List<String> passthrough;
+  private final ColumnDescriptor data;
+  private final CompressionCodecName codec;
+  private final CodecFactory codecs;
+  private final ParquetFileWriter file;
+  private final OutputSpec spec;
+  private final PhaseTimes times;
+  private final String path;
+  private long rows;
+
+  public ParquetBatchWriter(Path path, OutputSpec spec, Configuration conf, PhaseTimes times) throws IOException {
+    this.spec = spec;
+    this.times = times;
+    this.path = path.toString();
+    this.schema = MessageTypeParser.parseMessageType(spec.schema());
+    List<Type> fields = schema.getFields();
+    this.small = new MessageType(schema.getName(), fields.subList(0, fields.size() - 1));
+    this.passthrough = spec.passthrough();
+    this.data = schema.getColumnDescription(new String[] {TensorLayout.DATA});
+    this.codec = CompressionCodecName.valueOf(spec.codec());
+    this.codecs = new CodecFactory(conf, 1 << 20);
+    this.file = new ParquetFileWriter(HadoopOutputFile.fromPath(path, conf), schema, ParquetFileWriter.Mode.CREATE,
+        spec.rowGroupBytes(), 0, ParquetProperties.DEFAULT_COLUMN_INDEX_TRUNCATE_LENGTH,
+        ParquetProperties.DEFAULT_STATISTICS_TRUNCATE_LENGTH, true);
+    file.start();
+  }
+
+  /** Rows written so far. */
+  public long rows() {
+    return rows;
+  }
+
+  /**
+   * Writes the volumes of a finished batch as one row group.
+   *
+   * @param items the batch's sources (Parquet rows or .npy volumes), for their pass-through values
+   * @param out the batch output; volume {@code i} at {@code offsets[i]}, with {@link #GAP} writable bytes before it
+   */
+  public void write(List<VolumeSource> items, VolumeShape outShape, ByteBuffer out, long[] offsets) throws IOException {
+    long t0 = System.nanoTime();
+    int n = items.size();
+    ParquetProperties props = ParquetProperties.builder().withPageWriteChecksumEnabled(true).build();
+    CodecFactory.BytesCompressor compressor = codecs.getCompressor(codec);
+    ColumnChunkPageWriteStore pages = new ColumnChunkPageWriteStore(compressor, small, new HeapByteBufferAllocator(),
+        ParquetProperties.DEFAULT_COLUMN_INDEX_TRUNCATE_LENGTH, true);
+    ColumnWriteStore columns = props.newColumnWriteStore(small, pages);
+    MessageColumnIO io = new ColumnIOFactory().getColumnIO(small);
+    RecordConsumer rc = io.getRecordWriter(columns);
+    Binary dtype = Binary.fromString("float32");
+    int[] shape = outShape.toArray();
+    int shapeField = small.getFieldIndex(TensorLayout.SHAPE);
+    int dtypeField = small.getFieldIndex(TensorLayout.DTYPE);
+    for (VolumeSource v : items) {
+      rc.startMessage();
+      writePassthrough(rc, v);
+      rc.startField(TensorLayout.SHAPE, shapeField);
+      rc.startGroup();
+      rc.startField("list", 0);
+      for (int d : shape) {
+        rc.startGroup();
+        rc.startField("element", 0);
+        rc.addInteger(d);
+        rc.endField("element", 0);
+        rc.endGroup();
+      }
+      rc.endField("list", 0);
+      rc.endGroup();
+      rc.endField(TensorLayout.SHAPE, shapeField);
+      rc.startField(TensorLayout.DTYPE, dtypeField);
+      rc.addBinary(dtype);
+      rc.endField(TensorLayout.DTYPE, dtypeField);
+      rc.endMessage();
+    }
+    columns.flush();
+    long t1 = times.lap(Phase.ENCODE, t0);
+    file.startBlock(n);
+    pages.flushToFileWriter(file);
+    columns.close();
+    pages.close();
+    int ob = (int) outShape.bytes();
+    file.startColumn(data, n, codec);
+    Statistics<?> none = Statistics.noopStats(data.getPrimitiveType());
+    for (int i = 0; i < n; i++) {
+      int at = (int) offsets[i] - GAP;
+      out.order(ByteOrder.LITTLE_ENDIAN).putInt(at, ob);
+      ByteBuffer page = out.slice(at, GAP + ob);
+      BytesInput bytes = BytesInput.from(page);
+      if (codec != CompressionCodecName.UNCOMPRESSED) {
+        long tc = System.nanoTime();
+        bytes = BytesInput.copy(compressor.compress(bytes));
+        times.add(Phase.ENCODE, System.nanoTime() - tc);
+      }
+      writePage(bytes, GAP + ob, none);
+    }
+    file.endColumn();
+    file.endBlock();
+    rows += n;
+    times.lap(Phase.WRITE, t1);
+  }
+
+  @SuppressWarnings("deprecation")
+  private void writePage(BytesInput bytes, int uncompressed, Statistics<?> none) throws IOException {
+    // the overload without row counts: no column or offset index for the tensor column (min/max of tensors is useless)
+    file.writeDataPage(1, uncompressed, bytes, none, Encoding.RLE, Encoding.RLE, Encoding.PLAIN);
+  }
+
+  private void writePassthrough(RecordConsumer rc, VolumeSource v) {
+    if (passthrough.isEmpty()) {
+      return;
+    }
+    if (v instanceof NpyVolumeInput.FileVolume f) {
+      // .npy input written as Parquet: the only leading column is the id
+      int idField = small.getFieldIndex(TensorLayout.ID);
+      String rel = f.file().ref().relative();
+      String id = f.file().leading().length == 0 ? rel : rel + "[" + f.index() + "]";
+      rc.startField(TensorLayout.ID, idField);
+      rc.addBinary(Binary.fromString(id));
+      rc.endField(TensorLayout.ID, idField);
+      return;
+    }
+    Group g = ((ParquetVolumeInput.Row) v).group();
+    GroupType gt = g.getType();
+    for (String name : passthrough) {
+      int src = gt.getFieldIndex(name);
+      int dst = small.getFieldIndex(name);
+      int count = g.getFieldRepetitionCount(src);
+      if (count == 0) {
+        continue;
+      }
+      Type t = gt.getType(src);
+      rc.startField(name, dst);
+      for (int k = 0; k < count; k++) {
+        if (t.isPrimitive()) {
+          g.writeValue(src, k, rc);
+        } else {
+          rc.startGroup();
+          writeGroup(rc, g.getGroup(src, k));
+          rc.endGroup();
+        }
+      }
+      rc.endField(name, dst);
+    }
+  }
+
+  private static void writeGroup(RecordConsumer rc, Group g) {
+    GroupType type = g.getType();
+    for (int f = 0; f < type.getFieldCount(); f++) {
+      int count = g.getFieldRepetitionCount(f);
+      if (count == 0) {
+        continue;
+      }
+      Type t = type.getType(f);
+      rc.startField(t.getName(), f);
+      for (int k = 0; k < count; k++) {
+        if (t.isPrimitive()) {
+          g.writeValue(f, k, rc);
+        } else {
+          rc.startGroup();
+          writeGroup(rc, g.getGroup(f, k));
+          rc.endGroup();
+        }
+      }
+      rc.endField(t.getName(), f);
+    }
+  }
+
+  /** Writes the footer (with the spec's metadata) and closes the file. */
+  @Override
+  public void close() throws IOException {
+    long t0 = System.nanoTime();
+    try {
+      file.end(spec.metadata());
+    } finally {
+      codecs.release();
+      times.add(Phase.WRITE, System.nanoTime() - t0);
+    }
+  }
+
+  public String path() {
+    return path;
+  }
+}

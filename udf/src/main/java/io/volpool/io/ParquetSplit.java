@@ -1,0 +1,14 @@
+package io.volpool.io;
+
+import java.io.Serializable;
+
+/**
+ * A byte range of one Parquet file, planned on the driver as Spark plans file splits: the row
+ * groups whose middle lies in {@code [start, start + length)} belong to it.
+ *
+ * @param path the file's full path
+ * @param relative its folder below the input root ({@code ""} at the root), kept in the output
+ * @param start first byte of the range
+ * @param length bytes in the range
+ */
+public record ParquetSplit(String path, String relative, long start, long length) implements Serializable {}

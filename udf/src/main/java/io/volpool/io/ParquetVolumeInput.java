@@ -1,0 +1,412 @@
+package io.volpool.io;
+
+import io.volpool.backend.Phase;
+import io.volpool.backend.PhaseTimes;
+import io.volpool.backend.VolumeSink;
+import io.volpool.op.VolumeShape;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.parquet.HadoopReadOptions;
+import org.apache.parquet.ParquetReadOptions;
+import org.apache.parquet.column.ColumnDescriptor;
+import org.apache.parquet.column.page.PageReadStore;
+import org.apache.parquet.example.data.Group;
+import org.apache.parquet.example.data.simple.convert.GroupRecordConverter;
+import org.apache.parquet.hadoop.CodecFactory;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
+import org.apache.parquet.io.ColumnIOFactory;
+import org.apache.parquet.io.MessageColumnIO;
+import org.apache.parquet.io.RecordReader;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
+import org.apache.parquet.schema.Type;
+
+/**
+ * The volumes of a task's Parquet splits, read with parquet-hadoop and no Spark rows: per row
+ * group, the small columns (id, shape, dtype, pass-through) are assembled into records with
+ * parquet's example {@link Group}s, and the tensor column is read page by page by a
+ * {@link TensorColumnReader} straight into batch buffers. Each file's schema must match the layout
+ * planned from the first file. Only schemas volpool builds are used: nothing named in a file's
+ * metadata is ever loaded as a class.
+ */
+public final class ParquetVolumeInput implements VolumeInput {
+  private final List<ParquetSplit> splits;
+  private final TensorLayout layout;
+  private final Configuration conf;
+  private final PhaseTimes times;
+  private final CodecFactory codecs;
+  private final MessageType rowSchema;
+  private final ColumnDescriptor leaf;
+  private int nextSplit;
+  private ParquetSplit split;
+  private ParquetFileReader rows;
+  private ByteSource data;
+  private TensorColumnReader tensor;
+  private List<BlockMetaData> blocks;
+  private int block = -1;
+  private long rowInBlock;
+  private long rowsInBlock;
+  private long rowInFile;
+  private RecordReader<Group> records;
+  private Group pendingRow;
+  private boolean pendingRowRead;
+  private long volumes;
+  private PageGate gate = PageGate.UNLIMITED;
+
+  public ParquetVolumeInput(List<ParquetSplit> splits, TensorLayout layout, Configuration conf, PhaseTimes times) {
+    this.splits = splits;
+    this.layout = layout;
+    this.conf = conf;
+    this.times = times;
+    this.codecs = new CodecFactory(conf, 1 << 20);
+    this.rowSchema = layout.rowSchema();
+    this.leaf = layout.tensorLeaf();
+  }
+
+  /** One row of the input: its small columns and its place in the file. */
+  public final class Row implements VolumeSource {
+    private final Group group;
+    private final String record;
+    private final ParquetSplit from;
+    private VolumeShape shape;
+    private int dataLength = -1;
+
+    Row(Group group, String record, ParquetSplit from) {
+      this.group = group;
+      this.record = record;
+      this.from = from;
+    }
+
+    /** The row's small columns (the row schema of the layout), or null when the file has none. */
+    public Group group() {
+      return group;
+    }
+
+    /** The split the row came from (its folder is kept in the output). */
+    public ParquetSplit split() {
+      return from;
+    }
+
+    @Override
+    public String record() {
+      return record;
+    }
+
+    @Override
+    public VolumeShape shape() {
+      if (shape == null) {
+        shape = layout.isBinary() ? binaryShape() : layout.fixedShape();
+      }
+      return shape;
+    }
+
+    private VolumeShape binaryShape() {
+      long t0 = System.nanoTime();
+      List<Long> dims = RowValues.longList(group, TensorLayout.SHAPE);
+      if (dims == null) {
+        throw new BadRecordException(record, "shape is null; every row needs shape [C, D, H, W]");
+      }
+      if (dims.size() != 4) {
+        throw new BadRecordException(record, "shape must have 4 dimensions [C, D, H, W], got " + dims);
+      }
+      int[] d = new int[4];
+      for (int i = 0; i < 4; i++) {
+        Long v = dims.get(i);
+        if (v == null || v <= 0 || v > Integer.MAX_VALUE) {
+          throw new BadRecordException(record, "shape must have 4 positive dimensions [C, D, H, W], got " + dims);
+        }
+        d[i] = v.intValue();
+      }
+      VolumeShape s = VolumeShape.of(d);
+      String dtype = RowValues.string(group, TensorLayout.DTYPE);
+      if (!"float32".equals(dtype) && !"<f4".equals(dtype)) {
+        throw new BadRecordException(record, "dtype must be 'float32' (or '<f4'), got "
+            + (dtype == null ? "null" : "'" + dtype + "'"));
+      }
+      if (!tensor.isValue()) {
+        tensor.skipNull();
+        throw new BadRecordException(record, "data is null");
+      }
+      long want;
+      try {
+        want = Math.multiplyExact(s.numel(), 4L);
+      } catch (ArithmeticException e) {
+        throw new BadRecordException(record, "shape " + s + " has more elements than fit in 64 bits");
+      }
+      dataLength = tensor.binaryLength();
+      if (dataLength != want) {
+        throw new BadRecordException(record, "data holds " + dataLength + " bytes but shape " + s + " of float32 needs "
+            + want + " (shape x 4 bytes)");
+      }
+      times.add(Phase.DECODE, System.nanoTime() - t0);
+      return s;
+    }
+
+    @Override
+    public void copyTo(VolumeSink dst) {
+      VolumeShape s = shape();
+      if (layout.isBinary()) {
+        tensor.copyBinary(dst);
+      } else {
+        long n = tensor.copyFloatRow(dst, s.numel(), record, layout.tensorColumn(), gate);
+        if (n != s.numel()) {
+          throw new BadRecordException(record, "tensor column '" + layout.tensorColumn() + "' holds " + n
+              + " floats but its fixed shape " + s + " needs " + s.numel());
+        }
+      }
+    }
+  }
+
+  @Override
+  public VolumeSource next(PageGate gate) {
+    this.gate = gate;
+    while (true) {
+      if (!pendingRowRead) {
+        if (!advanceRow()) {
+          return null;
+        }
+      }
+      if (!tensor.ensure(gate, false)) {
+        throw new PageGate.Refused();
+      }
+      if (tensor.repetition() != 0) {
+        throw new CorruptInputException(split.path() + ": column " + String.join(".", leaf.getPath())
+            + " does not start a new row where row " + rowInFile + " begins");
+      }
+      pendingRowRead = false;
+      volumes++;
+      String id = RowValues.id(pendingRow);
+      String rec = id != null ? "id=" + id : "row " + rowInFile + " of " + split.path();
+      return new Row(pendingRow, rec, split);
+    }
+  }
+
+  /** Moves to the next row (opening row groups and files as needed); false at the end. */
+  private boolean advanceRow() {
+    while (rows == null || rowInBlock >= rowsInBlock) {
+      if (rows != null && !nextBlock()) {
+        closeFile();
+      }
+      if (rows == null) {
+        if (nextSplit >= splits.size()) {
+          return false;
+        }
+        openFile(splits.get(nextSplit++));
+        if (!nextBlock()) {
+          closeFile();
+        }
+      }
+    }
+    long t0 = System.nanoTime();
+    pendingRow = records == null ? null : records.read();
+    rowInBlock++;
+    rowInFile++;
+    pendingRowRead = true;
+    times.add(Phase.DECODE, System.nanoTime() - t0);
+    return true;
+  }
+
+  private void openFile(ParquetSplit s) {
+    long t0 = System.nanoTime();
+    split = s;
+    Path p = new Path(s.path());
+    try {
+      ParquetReadOptions opts = HadoopReadOptions.builder(conf, p).withRange(s.start(), s.start() + s.length()).build();
+      rows = new ParquetFileReader(HadoopInputFile.fromPath(p, conf), opts);
+      MessageType fileSchema = rows.getFooter().getFileMetaData().getSchema();
+      checkSchema(fileSchema, s.path());
+      blocks = rows.getRowGroups();
+      if (!rowSchema.getFields().isEmpty()) {
+        rows.setRequestedSchema(rowSchema);
+      }
+      data = ByteSource.open(p, conf);
+      if (tensor == null) {
+        tensor = new TensorColumnReader(leaf, codecs, times);
+      }
+      block = -1;
+      rowInFile = 0;
+    } catch (IOException e) {
+      closeFile();
+      throw new UncheckedIOException("opening Parquet file " + s.path() + ": " + e.getMessage(), e);
+    } catch (RuntimeException e) {
+      closeFile();
+      if (e instanceof BadRecordException || e instanceof CorruptInputException) {
+        throw e;
+      }
+      throw new CorruptInputException(s.path() + ": not a readable Parquet file: " + e.getMessage());
+    } finally {
+      times.add(Phase.READ, System.nanoTime() - t0);
+    }
+  }
+
+  /** Every column the layout uses must have the type the first file gave it. */
+  private void checkSchema(MessageType fileSchema, String path) {
+    MessageType want = layout.inputSchema();
+    List<String> diff = new ArrayList<>();
+    for (Type f : want.getFields()) {
+      if (!fileSchema.containsField(f.getName())) {
+        diff.add("no column '" + f.getName() + "'");
+      } else if (!fileSchema.getType(f.getName()).equals(f)) {
+        diff.add("column '" + f.getName() + "' is " + oneLine(fileSchema.getType(f.getName())) + " where the first file has "
+            + oneLine(f));
+      }
+    }
+    for (Type f : fileSchema.getFields()) {
+      if (!want.containsField(f.getName())) {
+        diff.add("an extra column '" + f.getName() + "'");
+      }
+    }
+    if (!diff.isEmpty()) {
+      throw new BadRecordException(path, "its schema differs from the input's first file: " + String.join("; ", diff)
+          + " (all input files must share one schema)");
+    }
+  }
+
+  private static String oneLine(Type t) {
+    return t.toString().replaceAll("\\s+", " ").trim();
+  }
+
+  /** Opens the next row group of the current file; false when there is none. */
+  private boolean nextBlock() {
+    block++;
+    if (block >= blocks.size()) {
+      return false;
+    }
+    long t0 = System.nanoTime();
+    BlockMetaData b = blocks.get(block);
+    rowsInBlock = b.getRowCount();
+    rowInBlock = 0;
+    rowInFile = rowIndexOf(b);
+    try {
+      if (!rowSchema.getFields().isEmpty()) {
+        PageReadStore pages = rows.readNextRowGroup();
+        if (pages == null || pages.getRowCount() != rowsInBlock) {
+          throw new CorruptInputException(split.path() + ": row group " + block + " could not be read");
+        }
+        MessageColumnIO io = new ColumnIOFactory().getColumnIO(rowSchema, rows.getFooter().getFileMetaData().getSchema());
+        records = io.getRecordReader(pages, new GroupRecordConverter(rowSchema));
+      } else {
+        records = null;
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("reading row group " + block + " of " + split.path() + ": " + e.getMessage(), e);
+    }
+    ColumnChunkMetaData chunk = null;
+    for (ColumnChunkMetaData c : b.getColumns()) {
+      if (c.getPath().toDotString().equals(String.join(".", leaf.getPath()))) {
+        chunk = c;
+      }
+    }
+    if (chunk == null) {
+      throw new CorruptInputException(split.path() + ": row group " + block + " has no column " + String.join(".", leaf.getPath()));
+    }
+    tensor.openChunk(data, chunk, split.path() + " row group " + block, PageGate.UNLIMITED);
+    times.add(Phase.READ, System.nanoTime() - t0);
+    return true;
+  }
+
+  private long rowIndexOf(BlockMetaData b) {
+    long idx = b.getRowIndexOffset();
+    return idx >= 0 ? idx : 0;
+  }
+
+  private void closeFile() {
+    try {
+      if (rows != null) {
+        rows.close();
+      }
+      if (data != null) {
+        data.close();
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } finally {
+      rows = null;
+      data = null;
+      records = null;
+    }
+  }
+
+  @Override
+  public long volumes() {
+    return volumes;
+  }
+
+  @Override
+  public void close() {
+    try {
+      if (tensor != null) {
+        tensor.close();
+      }
+    } finally {
+      closeFile();
+      codecs.release();
+    }
+  }
+
+  /** Reads values of the small columns from a row's group. */
+  static final class RowValues {
+    private RowValues() {}
+
+    /** The row's id as text, when the input has an {@code id} column and the row a value. */
+    static String id(Group g) {
+      if (g == null || !g.getType().containsField(TensorLayout.ID)) {
+        return null;
+      }
+      int f = g.getType().getFieldIndex(TensorLayout.ID);
+      if (g.getFieldRepetitionCount(f) == 0) {
+        return null;
+      }
+      Type t = g.getType().getType(f);
+      if (t.isPrimitive() && t.asPrimitiveType().getPrimitiveTypeName() == PrimitiveTypeName.BINARY) {
+        return g.getString(f, 0);
+      }
+      return t.isPrimitive() ? g.getValueToString(f, 0) : null;
+    }
+
+    static String string(Group g, String field) {
+      int f = g.getType().getFieldIndex(field);
+      return g.getFieldRepetitionCount(f) == 0 ? null : g.getString(f, 0);
+    }
+
+    /** The integers of a list column (3-level, 2-level or a bare repeated field), null elements as null; null for a null list. */
+    static List<Long> longList(Group g, String field) {
+      int f = g.getType().getFieldIndex(field);
+      Type t = g.getType().getType(f);
+      List<Long> out = new ArrayList<>();
+      if (t.isRepetition(Type.Repetition.REPEATED)) {
+        for (int i = 0; i < g.getFieldRepetitionCount(f); i++) {
+          out.add(primitive(g, f, i));
+        }
+        return out;
+      }
+      if (g.getFieldRepetitionCount(f) == 0) {
+        return null;
+      }
+      Group list = g.getGroup(f, 0);
+      Type rt = list.getType().getType(0);
+      int n = list.getFieldRepetitionCount(0);
+      for (int i = 0; i < n; i++) {
+        if (rt.isPrimitive()) {
+          out.add(primitive(list, 0, i));
+        } else {
+          Group e = list.getGroup(0, i);
+          out.add(e.getFieldRepetitionCount(0) == 0 ? null : primitive(e, 0, 0));
+        }
+      }
+      return out;
+    }
+
+    private static Long primitive(Group g, int f, int i) {
+      PrimitiveTypeName p = g.getType().getType(f).asPrimitiveType().getPrimitiveTypeName();
+      return p == PrimitiveTypeName.INT64 ? g.getLong(f, i) : (long) g.getInteger(f, i);
+    }
+  }
+}

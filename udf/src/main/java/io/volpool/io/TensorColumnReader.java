@@ -1,0 +1,487 @@
+package io.volpool.io;
+
+import io.volpool.backend.Phase;
+import io.volpool.backend.PhaseTimes;
+import io.volpool.backend.VolumeSink;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.apache.parquet.bytes.ByteBufferInputStream;
+import org.apache.parquet.bytes.BytesInput;
+import org.apache.parquet.bytes.BytesUtils;
+import org.apache.parquet.column.ColumnDescriptor;
+import org.apache.parquet.column.Dictionary;
+import org.apache.parquet.column.Encoding;
+import org.apache.parquet.column.ValuesType;
+import org.apache.parquet.column.page.DictionaryPage;
+import org.apache.parquet.column.values.ValuesReader;
+import org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder;
+import org.apache.parquet.format.DataPageHeader;
+import org.apache.parquet.format.DataPageHeaderV2;
+import org.apache.parquet.format.PageHeader;
+import org.apache.parquet.format.Util;
+import org.apache.parquet.format.converter.ParquetMetadataConverter;
+import org.apache.parquet.hadoop.CodecFactory;
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
+import org.apache.parquet.hadoop.metadata.CompressionCodecName;
+import org.apache.parquet.io.api.Binary;
+
+/**
+ * Reads the tensor column of a Parquet file page by page, straight into batch buffers. A page that
+ * is uncompressed and PLAIN-encoded (what volpool writes, and pyarrow with
+ * {@code compression="none", use_dictionary=False}) is streamed: only its levels are decoded on the
+ * heap and each value goes from the file into the batch buffer with one copy. Any other page
+ * (compressed, dictionary-encoded, other encodings, V1 or V2) is read whole into heap memory taken
+ * from the {@link PageGate}, decompressed with parquet-hadoop's codecs and decoded with
+ * parquet-column's value readers, so every encoding the library knows is read correctly.
+ *
+ * <p>The reader walks level entries: one per row for the binary layout (a null row has a definition
+ * level below the maximum and no value), one per element for a list of floats (a row starts at
+ * repetition level 0 and may span pages). Owned by its file's reader; not thread-safe.
+ */
+final class TensorColumnReader implements AutoCloseable {
+  private static final ParquetMetadataConverter CONVERTER = new ParquetMetadataConverter();
+
+  private final ColumnDescriptor col;
+  private final int maxRep;
+  private final int maxDef;
+  private final CodecFactory codecs;
+  private final PhaseTimes times;
+  private ByteSource src;
+  private String where;
+  private CompressionCodecName codec;
+  private long chunkValuesLeft;
+  private Dictionary dictionary;
+  private long dictionaryLease;
+  private PageGate leaseGate;
+
+  private PageHeader pending;
+  private long pendingAt;
+  private int count;
+  private int idx;
+  private int[] rep;
+  private int[] def;
+  private boolean stream;
+  private long pageEnd;
+  private ValuesReader values;
+  private long pageLease;
+  private int peekedLength = -1;
+  private Binary peekedBinary;
+
+  TensorColumnReader(ColumnDescriptor col, CodecFactory codecs, PhaseTimes times) {
+    this.col = col;
+    this.maxRep = col.getMaxRepetitionLevel();
+    this.maxDef = col.getMaxDefinitionLevel();
+    this.codecs = codecs;
+    this.times = times;
+  }
+
+  /** Starts a row group's column chunk of {@code src}. */
+  void openChunk(ByteSource src, ColumnChunkMetaData md, String where, PageGate gate) {
+    releasePage(gate);
+    releaseDictionary(gate);
+    this.src = src;
+    this.where = where;
+    this.codec = md.getCodec();
+    this.chunkValuesLeft = md.getValueCount();
+    this.pending = null;
+    this.count = 0;
+    this.idx = 0;
+    src.seek(md.getStartingPos());
+  }
+
+  /**
+   * Positions on a level entry, loading pages as needed.
+   *
+   * @param midValue the entry continues a value (a list spanning pages): page memory is forced
+   * @return false when the gate refused page memory (nothing consumed; call again)
+   */
+  boolean ensure(PageGate gate, boolean midValue) {
+    while (idx >= count) {
+      releasePage(gate);
+      if (!loadPage(gate, midValue)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  int repetition() {
+    return rep == null ? 0 : rep[idx];
+  }
+
+  boolean isValue() {
+    return def == null || def[idx] == maxDef;
+  }
+
+  /** Passes over an entry that holds no value (a null). */
+  void skipNull() {
+    idx++;
+  }
+
+  /** The byte length of the binary value at the current entry (read once, then cached). */
+  int binaryLength() {
+    if (stream) {
+      if (peekedLength < 0) {
+        long t0 = System.nanoTime();
+        byte[] b = new byte[4];
+        try {
+          src.readFully(b, 0, 4);
+        } catch (IOException e) {
+          throw io(e);
+        }
+        peekedLength = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).getInt();
+        if (peekedLength < 0 || src.pos() + peekedLength > pageEnd) {
+          throw corrupt("binary value of " + peekedLength + " bytes runs past its page");
+        }
+        times.add(Phase.READ, System.nanoTime() - t0);
+      }
+      return peekedLength;
+    }
+    if (peekedBinary == null) {
+      long t0 = System.nanoTime();
+      peekedBinary = values.readBytes();
+      times.add(Phase.DECODE, System.nanoTime() - t0);
+    }
+    return peekedBinary.length();
+  }
+
+  /** Copies the binary value at the current entry into {@code sink} and moves on. */
+  void copyBinary(VolumeSink sink) {
+    int len = binaryLength();
+    long t0 = System.nanoTime();
+    if (stream) {
+      readInto(sink, len);
+      times.add(Phase.READ, System.nanoTime() - t0);
+    } else {
+      sink.put(peekedBinary.toByteBuffer());
+      times.add(Phase.DECODE, System.nanoTime() - t0);
+    }
+    peekedLength = -1;
+    peekedBinary = null;
+    idx++;
+  }
+
+  private void readInto(VolumeSink sink, int len) {
+    try {
+      ByteBuffer w = sink.window(len);
+      if (w != null) {
+        src.readFully(w);
+        sink.advance(len);
+        return;
+      }
+      byte[] c = src.chunk();
+      int left = len;
+      while (left > 0) {
+        int n = Math.min(c.length, left);
+        src.readFully(c, 0, n);
+        sink.put(ByteBuffer.wrap(c, 0, n));
+        left -= n;
+      }
+    } catch (IOException e) {
+      throw io(e);
+    }
+  }
+
+  /**
+   * Copies one row of a list of floats, starting at the current entry (repetition level 0), into
+   * {@code sink}; the row may continue on later pages.
+   *
+   * @return the number of floats copied; stops with a bad record before writing past {@code expected}
+   */
+  long copyFloatRow(VolumeSink sink, long expected, String record, String column, PageGate gate) {
+    if (!isValue()) {
+      skipNull();
+      throw new BadRecordException(record, "tensor column '" + column + "' is null or empty");
+    }
+    long n = 0;
+    while (true) {
+      int start = idx;
+      int j = idx;
+      while (j < count && (j == start ? true : rep[j] != 0) && (def == null || def[j] == maxDef)) {
+        j++;
+      }
+      int run = j - start;
+      if (n + run > expected) {
+        throw new BadRecordException(record, "tensor column '" + column + "' holds more than " + expected
+            + " floats but its fixed shape needs " + expected);
+      }
+      long t0 = System.nanoTime();
+      if (stream) {
+        readInto(sink, run * Float.BYTES);
+        times.add(Phase.READ, System.nanoTime() - t0);
+      } else {
+        for (int k = 0; k < run; k++) {
+          sink.putFloat(values.readFloat());
+        }
+        times.add(Phase.DECODE, System.nanoTime() - t0);
+      }
+      n += run;
+      idx = j;
+      if (idx < count) {
+        if (rep[idx] == 0) {
+          return n;
+        }
+        throw new BadRecordException(record, "tensor column '" + column + "' has a null at element " + n);
+      }
+      if (chunkValuesLeft <= 0) {
+        return n;
+      }
+      ensure(gate, true);
+      if (rep[idx] == 0) {
+        return n;
+      }
+      if (!isValue()) {
+        throw new BadRecordException(record, "tensor column '" + column + "' has a null at element " + n);
+      }
+    }
+  }
+
+  private boolean loadPage(PageGate gate, boolean midValue) {
+    try {
+      while (true) {
+        if (pending == null) {
+          if (chunkValuesLeft <= 0) {
+            throw corrupt("column chunk ended before all rows had a value");
+          }
+          long t0 = System.nanoTime();
+          pendingAt = src.pos();
+          ByteSource.Ahead a = src.ahead();
+          pending = Util.readPageHeader(a);
+          a.finish();
+          times.add(Phase.READ, System.nanoTime() - t0);
+        }
+        PageHeader h = pending;
+        switch (h.getType()) {
+          case DICTIONARY_PAGE: {
+            long need = (long) h.getCompressed_page_size() + h.getUncompressed_page_size();
+            if (!take(gate, need, midValue)) {
+              return false;
+            }
+            releaseDictionary(gate);
+            dictionaryLease = need;
+            leaseGate = gate;
+            long t0 = System.nanoTime();
+            ByteBuffer raw = readPage(h.getCompressed_page_size(), h.getUncompressed_page_size(), true);
+            times.add(Phase.READ, System.nanoTime() - t0);
+            Encoding enc = CONVERTER.getEncoding(h.getDictionary_page_header().getEncoding());
+            dictionary = enc.initDictionary(col, new DictionaryPage(BytesInput.from(raw), h.getUncompressed_page_size(),
+                h.getDictionary_page_header().getNum_values(), enc));
+            pending = null;
+            continue;
+          }
+          case INDEX_PAGE:
+            src.seek(src.pos() + h.getCompressed_page_size());
+            pending = null;
+            continue;
+          case DATA_PAGE:
+            if (!dataPageV1(h, gate, midValue)) {
+              return false;
+            }
+            pending = null;
+            return true;
+          case DATA_PAGE_V2:
+            if (!dataPageV2(h, gate, midValue)) {
+              return false;
+            }
+            pending = null;
+            return true;
+          default:
+            throw corrupt("unknown page type " + h.getType());
+        }
+      }
+    } catch (IOException e) {
+      throw io(e);
+    }
+  }
+
+  private boolean take(PageGate gate, long bytes, boolean midValue) {
+    if (midValue) {
+      gate.force(bytes);
+      return true;
+    }
+    return gate.acquire(bytes, "a Parquet page of " + bytes + " bytes in " + where);
+  }
+
+  private boolean dataPageV1(PageHeader h, PageGate gate, boolean midValue) throws IOException {
+    DataPageHeader d = h.getData_page_header();
+    int n = d.getNum_values();
+    Encoding valEnc = CONVERTER.getEncoding(d.getEncoding());
+    Encoding rlEnc = CONVERTER.getEncoding(d.getRepetition_level_encoding());
+    Encoding dlEnc = CONVERTER.getEncoding(d.getDefinition_level_encoding());
+    boolean levelsRle = (maxRep == 0 || rlEnc == Encoding.RLE) && (maxDef == 0 || dlEnc == Encoding.RLE);
+    long t0 = System.nanoTime();
+    if (codec == CompressionCodecName.UNCOMPRESSED && valEnc == Encoding.PLAIN && levelsRle) {
+      long start = src.pos();
+      rep = maxRep == 0 ? null : levels(readPrefixed(), maxRep, n);
+      def = maxDef == 0 ? null : levels(readPrefixed(), maxDef, n);
+      pageEnd = start + h.getCompressed_page_size();
+      startPage(n, true);
+      times.add(Phase.READ, System.nanoTime() - t0);
+      return true;
+    }
+    long need = (long) h.getCompressed_page_size() + h.getUncompressed_page_size();
+    if (!take(gate, need, midValue)) {
+      return false;
+    }
+    pageLease = need;
+    leaseGate = gate;
+    ByteBuffer page = readPage(h.getCompressed_page_size(), h.getUncompressed_page_size(), true);
+    long t1 = times.lap(Phase.READ, t0);
+    ByteBufferInputStream in = ByteBufferInputStream.wrap(page);
+    rep = readLevels(rlEnc, ValuesType.REPETITION_LEVEL, maxRep, n, in);
+    def = readLevels(dlEnc, ValuesType.DEFINITION_LEVEL, maxDef, n, in);
+    values = valuesReader(valEnc);
+    values.initFromPage(n, in);
+    startPage(n, false);
+    times.lap(Phase.DECODE, t1);
+    return true;
+  }
+
+  private boolean dataPageV2(PageHeader h, PageGate gate, boolean midValue) throws IOException {
+    DataPageHeaderV2 d = h.getData_page_header_v2();
+    int n = d.getNum_values();
+    Encoding valEnc = CONVERTER.getEncoding(d.getEncoding());
+    int rlLen = d.getRepetition_levels_byte_length();
+    int dlLen = d.getDefinition_levels_byte_length();
+    boolean compressed = d.isIs_compressed() && codec != CompressionCodecName.UNCOMPRESSED;
+    long t0 = System.nanoTime();
+    long start = src.pos();
+    if (!compressed && valEnc == Encoding.PLAIN) {
+      rep = maxRep == 0 ? skipBytes(rlLen) : levels(readBytes(rlLen), maxRep, n);
+      def = maxDef == 0 ? skipBytes(dlLen) : levels(readBytes(dlLen), maxDef, n);
+      pageEnd = start + h.getCompressed_page_size();
+      startPage(n, true);
+      times.add(Phase.READ, System.nanoTime() - t0);
+      return true;
+    }
+    long need = (long) h.getCompressed_page_size() + h.getUncompressed_page_size();
+    if (!take(gate, need, midValue)) {
+      return false;
+    }
+    pageLease = need;
+    leaseGate = gate;
+    rep = maxRep == 0 ? skipBytes(rlLen) : levels(readBytes(rlLen), maxRep, n);
+    def = maxDef == 0 ? skipBytes(dlLen) : levels(readBytes(dlLen), maxDef, n);
+    int dataLen = h.getCompressed_page_size() - rlLen - dlLen;
+    ByteBuffer data = readPage(dataLen, h.getUncompressed_page_size() - rlLen - dlLen, compressed);
+    long t1 = times.lap(Phase.READ, t0);
+    values = valuesReader(valEnc);
+    values.initFromPage(n - d.getNum_nulls(), ByteBufferInputStream.wrap(data));
+    startPage(n, false);
+    times.lap(Phase.DECODE, t1);
+    return true;
+  }
+
+  private void startPage(int n, boolean streamed) {
+    chunkValuesLeft -= n;
+    count = n;
+    idx = 0;
+    stream = streamed;
+    peekedLength = -1;
+    peekedBinary = null;
+  }
+
+  private ValuesReader valuesReader(Encoding enc) {
+    if (enc.usesDictionary()) {
+      if (dictionary == null) {
+        throw corrupt("a " + enc + " page has no dictionary page before it");
+      }
+      return enc.getDictionaryBasedValuesReader(col, ValuesType.VALUES, dictionary);
+    }
+    return enc.getValuesReader(col, ValuesType.VALUES);
+  }
+
+  private int[] readLevels(Encoding enc, ValuesType type, int max, int n, ByteBufferInputStream in) throws IOException {
+    ValuesReader r = enc.getValuesReader(col, type);
+    r.initFromPage(n, in);
+    if (max == 0) {
+      return null;
+    }
+    int[] out = new int[n];
+    for (int i = 0; i < n; i++) {
+      out[i] = r.readInteger();
+    }
+    return out;
+  }
+
+  private int[] levels(byte[] rle, int max, int n) throws IOException {
+    RunLengthBitPackingHybridDecoder dec = new RunLengthBitPackingHybridDecoder(BytesUtils.getWidthFromMaxInt(max),
+        new ByteArrayInputStream(rle));
+    int[] out = new int[n];
+    for (int i = 0; i < n; i++) {
+      out[i] = dec.readInt();
+      if (out[i] > max) {
+        throw corrupt("level " + out[i] + " above the column's maximum " + max);
+      }
+    }
+    return out;
+  }
+
+  private byte[] readPrefixed() throws IOException {
+    byte[] len = readBytes(4);
+    int n = ByteBuffer.wrap(len).order(ByteOrder.LITTLE_ENDIAN).getInt();
+    if (n < 0 || n > 1 << 30) {
+      throw corrupt("levels of " + n + " bytes");
+    }
+    return readBytes(n);
+  }
+
+  private int[] skipBytes(int n) {
+    src.seek(src.pos() + n);
+    return null;
+  }
+
+  private byte[] readBytes(int n) throws IOException {
+    byte[] b = new byte[n];
+    src.readFully(b, 0, n);
+    return b;
+  }
+
+  private ByteBuffer readPage(int compressedSize, int uncompressedSize, boolean maybeCompressed) throws IOException {
+    byte[] raw = readBytes(compressedSize);
+    if (!maybeCompressed || codec == CompressionCodecName.UNCOMPRESSED) {
+      return ByteBuffer.wrap(raw);
+    }
+    try {
+      return codecs.getDecompressor(codec).decompress(BytesInput.from(raw), uncompressedSize).toByteBuffer();
+    } catch (RuntimeException | IOException e) {
+      throw corrupt("cannot decompress a " + codec + " page: " + e.getMessage());
+    }
+  }
+
+  private void releasePage(PageGate gate) {
+    values = null;
+    if (pageLease > 0) {
+      (leaseGate != null ? leaseGate : gate).release(pageLease);
+      pageLease = 0;
+    }
+  }
+
+  private void releaseDictionary(PageGate gate) {
+    dictionary = null;
+    if (dictionaryLease > 0) {
+      (leaseGate != null ? leaseGate : gate).release(dictionaryLease);
+      dictionaryLease = 0;
+    }
+  }
+
+  private IllegalStateException corrupt(String what) {
+    return new CorruptInputException(where + ": column " + String.join(".", col.getPath()) + ": " + what
+        + " (the file is corrupt or not what its footer says)");
+  }
+
+  private UncheckedIOException io(IOException e) {
+    return new UncheckedIOException("reading column " + String.join(".", col.getPath()) + " of " + where + ": "
+        + e.getMessage(), e);
+  }
+
+  /** Gives back page memory. */
+  @Override
+  public void close() {
+    releasePage(null);
+    releaseDictionary(null);
+  }
+}

@@ -1,0 +1,199 @@
+package io.volpool.io;
+
+import io.volpool.op.VolumeShape;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.parquet.column.ColumnDescriptor;
+import org.apache.parquet.schema.LogicalTypeAnnotation;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.MessageTypeParser;
+import org.apache.parquet.schema.PrimitiveType;
+import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
+import org.apache.parquet.schema.Type;
+import org.apache.parquet.schema.Types;
+
+/**
+ * Where a Parquet input keeps its tensors, decided once on the driver from a file's schema, and the
+ * output schema. Two input layouts: the binary layout ({@code shape} list of int, {@code dtype}
+ * string, {@code data} binary, little-endian C order) and a fixed-shape tensor column (a list of
+ * float, pyarrow's {@code arrow.fixed_shape_tensor}, shape given once for the column). The output
+ * is always the binary layout after the other input columns, which pass through with their Parquet
+ * types unchanged. Serializable (the schemas travel as text).
+ */
+public final class TensorLayout implements Serializable {
+  private static final long serialVersionUID = 2L;
+  public static final String ID = "id";
+  public static final String SHAPE = "shape";
+  public static final String DTYPE = "dtype";
+  public static final String DATA = "data";
+
+  private final String inputSchema;
+  private final String tensorColumn;
+  private final VolumeShape fixedShape;
+  private final List<String> passthrough;
+  private transient MessageType input;
+
+  private TensorLayout(MessageType schema, String tensorColumn, VolumeShape fixedShape) {
+    this.inputSchema = schema.toString();
+    this.input = schema;
+    this.tensorColumn = tensorColumn;
+    this.fixedShape = fixedShape;
+    List<String> pass = new ArrayList<>();
+    for (Type f : schema.getFields()) {
+      String n = f.getName();
+      boolean tensor = tensorColumn == null ? n.equals(SHAPE) || n.equals(DTYPE) || n.equals(DATA)
+          : n.equals(tensorColumn) || n.equals(SHAPE) || n.equals(DTYPE) || n.equals(DATA);
+      if (!tensor) {
+        pass.add(n);
+      }
+    }
+    this.passthrough = List.copyOf(pass);
+  }
+
+  /**
+   * Chooses the layout for {@code schema}: the binary layout when it has a binary {@code data}
+   * column and no tensor column is named; else the named (or the only) list-of-float column.
+   *
+   * @param tensorColumn the user's choice of tensor column, or null to detect
+   * @param fixedShape the shape of every tensor of a list column (null for the binary layout)
+   * @throws IllegalArgumentException naming what the schema lacks
+   */
+  public static TensorLayout detect(MessageType schema, String tensorColumn, VolumeShape fixedShape) {
+    if (tensorColumn == null) {
+      if (schema.containsField(DATA)) {
+        Type d = schema.getType(DATA);
+        if (!d.isPrimitive() || d.asPrimitiveType().getPrimitiveTypeName() != PrimitiveTypeName.BINARY
+            || d.isRepetition(Type.Repetition.REPEATED)) {
+          throw new IllegalArgumentException("column 'data' must be binary, got " + d);
+        }
+        ColumnDescriptor shape = listLeaf(schema, SHAPE);
+        if (shape == null || (shape.getPrimitiveType().getPrimitiveTypeName() != PrimitiveTypeName.INT32
+            && shape.getPrimitiveType().getPrimitiveTypeName() != PrimitiveTypeName.INT64)) {
+          throw new IllegalArgumentException("input has a binary 'data' column but no 'shape' column of type list<int>"
+              + " (schema: " + oneLine(schema) + ")");
+        }
+        if (!schema.containsField(DTYPE) || !schema.getType(DTYPE).isPrimitive()
+            || schema.getType(DTYPE).asPrimitiveType().getPrimitiveTypeName() != PrimitiveTypeName.BINARY) {
+          throw new IllegalArgumentException("input has a binary 'data' column but no 'dtype' string column (schema: "
+              + oneLine(schema) + ")");
+        }
+        return new TensorLayout(schema, null, null);
+      }
+      List<String> candidates = new ArrayList<>();
+      for (Type f : schema.getFields()) {
+        ColumnDescriptor leaf = listLeaf(schema, f.getName());
+        if (leaf != null && leaf.getPrimitiveType().getPrimitiveTypeName() == PrimitiveTypeName.FLOAT) {
+          candidates.add(f.getName());
+        }
+      }
+      if (candidates.size() != 1) {
+        throw new IllegalArgumentException("cannot find the tensors in the input: expected a binary 'data' column"
+            + " (with 'shape' and 'dtype') or exactly one list<float> column, found " + candidates.size()
+            + " list<float> columns " + candidates + " in schema " + oneLine(schema)
+            + "; name one with spark.volpool.input.tensorColumn");
+      }
+      tensorColumn = candidates.get(0);
+    }
+    if (!schema.containsField(tensorColumn)) {
+      throw new IllegalArgumentException("spark.volpool.input.tensorColumn='" + tensorColumn + "' is not a column of the input ("
+          + oneLine(schema) + ")");
+    }
+    ColumnDescriptor leaf = listLeaf(schema, tensorColumn);
+    if (leaf == null || leaf.getPrimitiveType().getPrimitiveTypeName() != PrimitiveTypeName.FLOAT) {
+      throw new IllegalArgumentException("tensor column '" + tensorColumn + "' must be a list<float>, got "
+          + schema.getType(tensorColumn));
+    }
+    if (fixedShape == null) {
+      throw new IllegalArgumentException("tensor column '" + tensorColumn + "' holds flat float lists and the input has no"
+          + " arrow.fixed_shape_tensor metadata giving their shape; set spark.volpool.input.tensorShape=C,D,H,W");
+    }
+    return new TensorLayout(schema, tensorColumn, fixedShape);
+  }
+
+  /** The one leaf column under top-level field {@code name} when it is a list (repeated once), else null. */
+  static ColumnDescriptor listLeaf(MessageType schema, String name) {
+    if (!schema.containsField(name)) {
+      return null;
+    }
+    ColumnDescriptor found = null;
+    for (ColumnDescriptor c : schema.getColumns()) {
+      if (c.getPath()[0].equals(name)) {
+        if (found != null) {
+          return null;
+        }
+        found = c;
+      }
+    }
+    return found != null && found.getMaxRepetitionLevel() == 1 ? found : null;
+  }
+
+  private static String oneLine(MessageType schema) {
+    return schema.toString().replaceAll("\\s+", " ").trim();
+  }
+
+  public boolean isBinary() {
+    return tensorColumn == null;
+  }
+
+  public String tensorColumn() {
+    return tensorColumn;
+  }
+
+  public VolumeShape fixedShape() {
+    return fixedShape;
+  }
+
+  public MessageType inputSchema() {
+    if (input == null) {
+      input = MessageTypeParser.parseMessageType(inputSchema);
+    }
+    return input;
+  }
+
+  /** The leaf column holding the tensor values: {@code data}, or the float leaf of the tensor column. */
+  public ColumnDescriptor tensorLeaf() {
+    return isBinary() ? inputSchema().getColumnDescription(new String[] {DATA}) : listLeaf(inputSchema(), tensorColumn);
+  }
+
+  /** Top-level input columns copied to the output, in input order. */
+  public List<String> passthrough() {
+    return passthrough;
+  }
+
+  /** Every top-level input column except the tensor values (what the row reader reads). */
+  public MessageType rowSchema() {
+    String skip = isBinary() ? DATA : tensorColumn;
+    List<Type> keep = new ArrayList<>();
+    for (Type f : inputSchema().getFields()) {
+      if (!f.getName().equals(skip)) {
+        keep.add(f);
+      }
+    }
+    return new MessageType("volpool_rows", keep);
+  }
+
+  /** Pass-through columns in input order, then {@code shape}, {@code dtype}, {@code data}. */
+  public MessageType outputSchema() {
+    List<Type> out = new ArrayList<>();
+    for (String p : passthrough) {
+      out.add(inputSchema().getType(p));
+    }
+    return outputSchema(out);
+  }
+
+  /** The output schema after {@code leading} columns: the binary layout Spark writes for non-null values. */
+  public static MessageType outputSchema(List<Type> leading) {
+    List<Type> out = new ArrayList<>(leading);
+    out.add(Types.requiredList().requiredElement(PrimitiveTypeName.INT32).named(SHAPE));
+    out.add(Types.required(PrimitiveTypeName.BINARY).as(LogicalTypeAnnotation.stringType()).named(DTYPE));
+    out.add(Types.required(PrimitiveTypeName.BINARY).named(DATA));
+    return new MessageType("spark_schema", out);
+  }
+
+  /** The output schema of .npy input written as Parquet: {@code id} (the file's relative path) and the binary layout. */
+  public static MessageType npyOutputSchema() {
+    PrimitiveType id = Types.required(PrimitiveTypeName.BINARY).as(LogicalTypeAnnotation.stringType()).named(ID);
+    return outputSchema(List.of(id));
+  }
+}

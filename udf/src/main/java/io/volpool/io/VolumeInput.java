@@ -1,0 +1,18 @@
+package io.volpool.io;
+
+/**
+ * The volumes of one task's input, in order: Parquet splits or .npy files. Each {@link #next}
+ * positions on the next volume and returns it; a reader that needs page memory its gate refuses
+ * throws {@link PageGate.Refused} having consumed nothing, and the same call is made again later.
+ * Owns open files and page memory; {@link #close()} releases them, also after a failure.
+ */
+public interface VolumeInput extends AutoCloseable {
+  /** The next volume, or null at the end of the input. */
+  VolumeSource next(PageGate gate);
+
+  /** Volumes returned so far. */
+  long volumes();
+
+  @Override
+  void close();
+}

@@ -1,0 +1,20 @@
+package io.volpool.io;
+
+import io.volpool.backend.VolumeSink;
+import io.volpool.op.VolumeShape;
+
+/**
+ * One input volume, positioned for reading: its record name, its shape and a way to put its
+ * little-endian float32 values into a batch. What the writer needs of the record afterwards (its
+ * pass-through columns, its file) stays with it; its tensor bytes do not. Checks are made before
+ * any byte is written to the batch, and a broken rule throws {@link BadRecordException} naming the record.
+ */
+public interface VolumeSource {
+  /** The record's id or path, for errors and logs. */
+  String record();
+
+  VolumeShape shape();
+
+  /** Writes the volume's {@code shape().bytes()} bytes to {@code dst}. Called once. */
+  void copyTo(VolumeSink dst);
+}

@@ -1,0 +1,113 @@
+package io.volpool.memory;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * Reusable buffers, counted against a {@link MemoryBudget} while they exist, idle or not.
+ * Allocation is expensive for pinned memory (cuMemHostAlloc) and for large heap arrays, so buffers
+ * go back to the pool and are dropped only when the budget needs room for something else. Buffers
+ * are looked up by an exact key (a job has one or two volume shapes, so keys repeat). Thread-safe;
+ * owned by a backend, which {@link #close()}s it.
+ *
+ * @param <K> what identifies a buffer's layout; equal keys give interchangeable buffers
+ * @param <T> the buffer type
+ */
+public final class BufferPool<K, T> implements AutoCloseable {
+  /** Makes and frees buffers. */
+  public interface Allocator<K, T> {
+    /** The bytes a buffer of this key holds. */
+    long bytes(K key);
+
+    T allocate(K key);
+
+    void free(T buffer);
+  }
+
+  private final MemoryBudget budget;
+  private final Allocator<K, T> allocator;
+  private final Map<K, ArrayDeque<T>> idle = new HashMap<>();
+  private final Runnable evictor = this::evictIdle;
+  private boolean closed;
+
+  public BufferPool(MemoryBudget budget, Allocator<K, T> allocator) {
+    this.budget = budget;
+    this.allocator = allocator;
+    budget.addEvictor(evictor);
+  }
+
+  public MemoryBudget budget() {
+    return budget;
+  }
+
+  /**
+   * A buffer for {@code key}: an idle one, or a new one once the budget has room.
+   *
+   * @return null when {@code mayWait} is false and the budget has no room now
+   * @throws MemoryBudgetException when the budget can never hold one such buffer
+   */
+  public T take(K key, boolean mayWait, Supplier<String> what) {
+    synchronized (this) {
+      if (closed) {
+        throw new IllegalStateException("buffer pool closed");
+      }
+      ArrayDeque<T> q = idle.get(key);
+      if (q != null && !q.isEmpty()) {
+        return q.poll();
+      }
+    }
+    long bytes = allocator.bytes(key);
+    if (!budget.acquire(bytes, MemoryBudget.Use.BATCHES, mayWait, what)) {
+      return null;
+    }
+    try {
+      return allocator.allocate(key);
+    } catch (RuntimeException | Error e) {
+      budget.release(bytes, MemoryBudget.Use.BATCHES);
+      throw e;
+    }
+  }
+
+  /** Returns a buffer taken with {@code key}. */
+  public void give(K key, T buffer) {
+    synchronized (this) {
+      if (!closed) {
+        idle.computeIfAbsent(key, b -> new ArrayDeque<>()).add(buffer);
+        return;
+      }
+    }
+    allocator.free(buffer);
+    budget.release(allocator.bytes(key), MemoryBudget.Use.BATCHES);
+  }
+
+  /** Frees every idle buffer (the budget calls this when a request finds no room). */
+  public void evictIdle() {
+    List<Map.Entry<K, T>> drop = new ArrayList<>();
+    synchronized (this) {
+      for (Map.Entry<K, ArrayDeque<T>> e : idle.entrySet()) {
+        for (T t : e.getValue()) {
+          drop.add(Map.entry(e.getKey(), t));
+        }
+      }
+      idle.clear();
+    }
+    for (Map.Entry<K, T> e : drop) {
+      allocator.free(e.getValue());
+      budget.release(allocator.bytes(e.getKey()), MemoryBudget.Use.BATCHES);
+    }
+  }
+
+  /** Frees the idle buffers; buffers still out are freed when given back. Idempotent. */
+  @Override
+  public void close() {
+    synchronized (this) {
+      closed = true;
+    }
+    budget.removeEvictor(evictor);
+    evictIdle();
+  }
+}

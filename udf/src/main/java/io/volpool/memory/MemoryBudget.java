@@ -1,0 +1,178 @@
+package io.volpool.memory;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Supplier;
+
+/**
+ * The executor-wide limit on the bytes of volume data held in host memory at once: batch buffers
+ * (pinned on the GPU backend, heap on the CPU backend, pooled) and the heap pages of input that
+ * cannot be streamed. One per executor JVM ({@link #forJvm}); tasks wait for room instead of running
+ * the JVM out of memory.
+ *
+ * <p>Pages may take at most half of the limit, so batches can always get the other half: a task
+ * waits for page memory only while it holds no batch, and a task holding batches never waits for
+ * pages, which rules out a circular wait. A single request above half of the limit can never be
+ * granted and fails at once with {@link MemoryBudgetException}, which names the setting to raise.
+ * Thread-safe.
+ */
+public final class MemoryBudget {
+  /** The setting that sizes the budget, named in errors. */
+  public static final String SETTING = "spark.volpool.memory.budget";
+
+  /** What the bytes are for. */
+  public enum Use {
+    /** Heap copies of input pages that cannot be streamed straight into a batch. */
+    PAGES,
+    /** Batch buffers: input, output and (CPU) intermediates of one batch. */
+    BATCHES
+  }
+
+  private static MemoryBudget jvm;
+
+  private final long limit;
+  private long pages;
+  private long batches;
+  private long peak;
+  private final List<Runnable> evictors = new CopyOnWriteArrayList<>();
+
+  public MemoryBudget(long limit) {
+    if (limit <= 0) {
+      throw new IllegalArgumentException(SETTING + " must be positive, got " + limit);
+    }
+    this.limit = limit;
+  }
+
+  /**
+   * The budget of this JVM, created with {@code limit} bytes on first use. A later call with another
+   * limit replaces it only while nothing is held (tests run jobs with different settings in one JVM).
+   */
+  public static synchronized MemoryBudget forJvm(long limit) {
+    if (jvm != null && jvm.limit != limit) {
+      for (Runnable e : jvm.evictors) {
+        e.run();
+      }
+      if (jvm.idle()) {
+        jvm = null;
+      }
+    }
+    if (jvm == null) {
+      jvm = new MemoryBudget(limit);
+    }
+    return jvm;
+  }
+
+  /** The default limit: half of this JVM's maximum heap. */
+  public static long defaultLimit() {
+    return Runtime.getRuntime().maxMemory() / 2;
+  }
+
+  public long limit() {
+    return limit;
+  }
+
+  /** The largest single request of either use that can ever be granted. */
+  public long maxRequest() {
+    return limit / 2;
+  }
+
+  /** Pools register a way to drop their idle buffers when a request finds no room. */
+  public void addEvictor(Runnable evictIdle) {
+    evictors.add(evictIdle);
+  }
+
+  public void removeEvictor(Runnable evictIdle) {
+    evictors.remove(evictIdle);
+  }
+
+  private synchronized boolean idle() {
+    return pages == 0 && batches == 0;
+  }
+
+  private boolean fits(long bytes, Use use) {
+    if (use == Use.PAGES && pages + bytes > limit / 2) {
+      return false;
+    }
+    return pages + batches + bytes <= limit;
+  }
+
+  /**
+   * Takes {@code bytes} for {@code use}.
+   *
+   * @param mayWait wait until there is room; else return false at once when there is none
+   * @param what names the request in the error, e.g. {@code "batch of 4 volumes [32, 128, 128, 256]"}
+   * @return true when taken
+   * @throws MemoryBudgetException when {@code bytes} exceeds {@link #maxRequest()}
+   */
+  public synchronized boolean acquire(long bytes, Use use, boolean mayWait, Supplier<String> what) {
+    if (bytes > maxRequest()) {
+      throw new MemoryBudgetException(what.get() + " needs " + mib(bytes) + " of host memory at once, but the memory"
+          + " budget admits at most " + mib(maxRequest()) + " per request (half of " + SETTING + "=" + mib(limit)
+          + "); raise " + SETTING + " (and the executor's memory to match) to at least " + mib(2 * bytes), bytes, limit);
+    }
+    while (!fits(bytes, use)) {
+      for (Runnable e : evictors) {
+        e.run();
+        if (fits(bytes, use)) {
+          break;
+        }
+      }
+      if (fits(bytes, use)) {
+        break;
+      }
+      if (!mayWait) {
+        return false;
+      }
+      try {
+        wait(100);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while waiting for " + mib(bytes) + " of the memory budget", e);
+      }
+    }
+    if (use == Use.PAGES) {
+      pages += bytes;
+    } else {
+      batches += bytes;
+    }
+    peak = Math.max(peak, pages + batches);
+    return true;
+  }
+
+  /** Takes {@code bytes} now even beyond the limit (small pages that must be read in the middle of a value). */
+  public synchronized void forceAcquire(long bytes, Use use) {
+    if (use == Use.PAGES) {
+      pages += bytes;
+    } else {
+      batches += bytes;
+    }
+    peak = Math.max(peak, pages + batches);
+  }
+
+  public synchronized void release(long bytes, Use use) {
+    if (use == Use.PAGES) {
+      pages -= bytes;
+    } else {
+      batches -= bytes;
+    }
+    if (pages < 0 || batches < 0) {
+      throw new IllegalStateException("memory budget released more than it gave out (pages " + pages + ", batches "
+          + batches + ")");
+    }
+    notifyAll();
+  }
+
+  /** Bytes held now. */
+  public synchronized long used() {
+    return pages + batches;
+  }
+
+  /** The most bytes held at once since this budget was made. */
+  public synchronized long peak() {
+    return peak;
+  }
+
+  public static String mib(long bytes) {
+    return String.format("%.1f MiB", bytes / 1048576.0);
+  }
+}

@@ -1,0 +1,132 @@
+package io.volpool.spark;
+
+import io.volpool.backend.Backend;
+import io.volpool.backend.Backends;
+import io.volpool.backend.Phase;
+import io.volpool.cuda.CudaBackend;
+import io.volpool.cuda.DeviceAssignment;
+import io.volpool.io.NpyVolumeInput;
+import io.volpool.io.ParquetVolumeInput;
+import io.volpool.io.VolumeInput;
+import io.volpool.memory.MemoryBudget;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.function.PairFlatMapFunction;
+import org.apache.spark.resource.ResourceInformation;
+import scala.Tuple2;
+
+/**
+ * The one partition function of a volpool job, for Parquet and .npy input alike: opens the task's
+ * input, picks the JVM's backend ({@link Backends}) and the task's device (from the GPU Spark
+ * assigned it, mapped through CUDA_VISIBLE_DEVICES), and hands finished batches to the output
+ * writer ({@link VolpoolOutputFormat}) one at a time. When the task completes, its counts and
+ * times go into the job's accumulators and its batches back to the budget.
+ */
+public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskPlan>, Void, BatchRunner.Finished> {
+  private static final long serialVersionUID = 1L;
+
+  private final RunSpec spec;
+  private final SerializableHadoopConf conf;
+  private final JobMetrics metrics;
+
+  public PartitionRunner(RunSpec spec, SerializableHadoopConf conf, JobMetrics metrics) {
+    this.spec = spec;
+    this.conf = conf;
+    this.metrics = metrics;
+  }
+
+  /** The device index of this task on {@code backend}: the GPU Spark assigned it, else device 0. */
+  static int deviceOf(TaskContext tc, Backend backend) {
+    if (!(backend instanceof CudaBackend) || tc == null) {
+      return 0;
+    }
+    Map<String, ResourceInformation> res = tc.resourcesJMap();
+    ResourceInformation gpu = res.get("gpu");
+    String address = gpu != null && gpu.addresses().length > 0 ? gpu.addresses()[0] : null;
+    return DeviceAssignment.ordinal(address, System.getenv("CUDA_VISIBLE_DEVICES"), backend.deviceCount());
+  }
+
+  @Override
+  public Iterator<Tuple2<Void, BatchRunner.Finished>> call(Iterator<TaskPlan> plans) {
+    TaskContext tc = TaskContext.get();
+    long attempt = tc == null ? -1 : tc.taskAttemptId();
+    TaskPlan plan = plans.next();
+    if (plans.hasNext()) {
+      throw new IllegalStateException("a volpool partition holds one task plan");
+    }
+    TaskState state = TaskState.start(attempt);
+    MemoryBudget budget = MemoryBudget.forJvm(spec.budgetBytes());
+    Backend backend = Backends.get(spec.device(), spec.cpuThreads(), spec.gpuStreams(), budget);
+    int device = deviceOf(tc, backend);
+    VolumeInput input = spec.inputFormat().equals("npy")
+        ? new NpyVolumeInput(plan.files(), conf.get(), spec.npyMaxHeaderBytes(), state.times)
+        : new ParquetVolumeInput(plan.splits(), spec.layout(), conf.get(), state.times);
+    String task = "task " + plan.index() + (tc == null ? "" : " (attempt " + tc.attemptNumber() + ")");
+    BatchRunner runner = new BatchRunner(input, backend, device, spec, spec.outputGap(), budget, state.times, task);
+    String backendName = backend.name(device);
+    if (tc != null) {
+      tc.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) ctx -> {
+        try {
+          runner.close();
+        } finally {
+          report(state, runner, backendName, budget);
+          TaskState.end(attempt);
+        }
+      });
+    }
+    return new Iterator<>() {
+      BatchRunner.Finished pending;
+      boolean done;
+
+      @Override
+      public boolean hasNext() {
+        if (pending == null && !done) {
+          try {
+            pending = runner.next();
+          } catch (OutOfMemoryError e) {
+            // fatal errors make Spark exit the JVM with code 52 and no word of why: say it, and fail the task instead
+            throw new IllegalStateException("task ran out of JVM heap (" + e.getMessage() + ") with "
+                + MemoryBudget.mib(budget.used()) + " of the " + MemoryBudget.mib(budget.limit()) + " memory budget in"
+                + " use; give executors more memory or lower spark.volpool.memory.budget", e);
+          }
+          state.sampleHeap();
+          if (pending == null) {
+            done = true;
+          }
+        }
+        return pending != null;
+      }
+
+      @Override
+      public Tuple2<Void, BatchRunner.Finished> next() {
+        if (!hasNext()) {
+          throw new NoSuchElementException();
+        }
+        BatchRunner.Finished f = pending;
+        pending = null;
+        return new Tuple2<>(null, f);
+      }
+    };
+  }
+
+  private void report(TaskState state, BatchRunner runner, String backendName, MemoryBudget budget) {
+    metrics.volumesRead().add(runner.volumesIn());
+    metrics.volumesWritten().add(state.volumesWritten);
+    metrics.filesWritten().add(state.filesWritten);
+    metrics.bytesIn().add(runner.bytesIn());
+    metrics.bytesOut().add(runner.bytesOut());
+    metrics.batches().add(runner.batches());
+    long[] ns = new long[Phase.values().length];
+    for (Phase p : Phase.values()) {
+      ns[p.ordinal()] = state.times.get(p);
+    }
+    metrics.phaseNanos().add(ns);
+    metrics.peakBudgetBytes().add(budget.peak());
+    metrics.peakHeapBytes().add(state.peakHeap);
+    if (runner.volumesIn() > 0) {
+      metrics.backends().add(backendName);
+    }
+  }
+}

@@ -1,0 +1,17 @@
+package io.volpool.spark;
+
+import io.volpool.io.NpyFileRef;
+import io.volpool.io.ParquetSplit;
+import java.io.Serializable;
+import java.util.List;
+
+/**
+ * The input of one Spark task, planned on the driver: Parquet splits or .npy files (one kind per
+ * job), packed so that tasks carry similar byte counts.
+ *
+ * @param index the task's partition index
+ * @param splits Parquet splits (empty for .npy input)
+ * @param files .npy files (empty for Parquet input)
+ * @param bytes input bytes planned for the task
+ */
+public record TaskPlan(int index, List<ParquetSplit> splits, List<NpyFileRef> files, long bytes) implements Serializable {}

@@ -1,0 +1,158 @@
+package io.volpool.spark;
+
+import io.volpool.backend.Phase;
+import io.volpool.io.NpyBatchWriter;
+import io.volpool.io.OutputSpec;
+import io.volpool.io.ParquetBatchWriter;
+import io.volpool.io.ParquetVolumeInput;
+import io.volpool.io.VolumeSource;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapreduce.OutputCommitter;
+import org.apache.hadoop.mapreduce.RecordWriter;
+import org.apache.hadoop.mapreduce.TaskAttemptContext;
+import org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter;
+import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
+import org.apache.spark.TaskContext;
+
+/**
+ * The job's output, through Hadoop's commit protocol as Spark runs it
+ * ({@code saveAsNewAPIHadoopDataset}): each task attempt writes into its own work folder
+ * ({@link FileOutputCommitter#getWorkPath()}), Spark lets one attempt per task commit, and the
+ * job commit moves the committed files into the output folder and writes {@code _SUCCESS}. A
+ * record is a finished batch; Parquet rows go to {@code part-r-NNNNN.parquet} in the folder their
+ * input came from, .npy volumes to their input file's relative path.
+ */
+public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunner.Finished> {
+  /** Configuration key of the serialized {@link OutputSpec}. */
+  public static final String SPEC = "volpool.output.spec";
+
+  /** Stores {@code spec} in {@code conf} for the tasks. */
+  public static void setSpec(Configuration conf, OutputSpec spec) {
+    ByteArrayOutputStream b = new ByteArrayOutputStream();
+    try (ObjectOutputStream o = new ObjectOutputStream(b)) {
+      o.writeObject(spec);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+    conf.set(SPEC, Base64.getEncoder().encodeToString(b.toByteArray()));
+  }
+
+  static OutputSpec spec(Configuration conf) {
+    String s = conf.get(SPEC);
+    if (s == null) {
+      throw new IllegalStateException(SPEC + " is not set");
+    }
+    try (ObjectInputStream o = new ObjectInputStream(new ByteArrayInputStream(Base64.getDecoder().decode(s)))) {
+      return (OutputSpec) o.readObject();
+    } catch (IOException | ClassNotFoundException e) {
+      throw new IllegalStateException("cannot read " + SPEC, e);
+    }
+  }
+
+  private static TaskState state() {
+    TaskContext tc = TaskContext.get();
+    return TaskState.of(tc == null ? -1 : tc.taskAttemptId());
+  }
+
+  @Override
+  public RecordWriter<Void, BatchRunner.Finished> getRecordWriter(TaskAttemptContext ctx) throws IOException {
+    OutputSpec spec = spec(ctx.getConfiguration());
+    Path work = ((FileOutputCommitter) getOutputCommitter(ctx)).getWorkPath();
+    TaskState state = state();
+    Configuration conf = ctx.getConfiguration();
+    String file = getUniqueFile(ctx, "part", ".parquet");
+    return new RecordWriter<>() {
+      final Map<String, ParquetBatchWriter> parquet = new LinkedHashMap<>();
+      NpyBatchWriter npy;
+
+      @Override
+      public void write(Void key, BatchRunner.Finished f) throws IOException {
+        if (spec.isNpy()) {
+          if (npy == null) {
+            npy = new NpyBatchWriter(work, conf, state.times);
+          }
+          npy.write(f.items(), f.outShape(), f.output(), f.offsets());
+          return;
+        }
+        // consecutive volumes of one input folder go to that folder's file
+        List<VolumeSource> items = f.items();
+        int from = 0;
+        while (from < items.size()) {
+          String folder = folder(items.get(from));
+          int to = from + 1;
+          while (to < items.size() && folder(items.get(to)).equals(folder)) {
+            to++;
+          }
+          ParquetBatchWriter w = parquet.get(folder);
+          if (w == null) {
+            long t0 = System.nanoTime();
+            w = new ParquetBatchWriter(folder.isEmpty() ? new Path(work, file) : new Path(new Path(work, folder), file),
+                spec, conf, state.times);
+            state.times.add(Phase.WRITE, System.nanoTime() - t0);
+            parquet.put(folder, w);
+          }
+          List<VolumeSource> part = from == 0 && to == items.size() ? items : new ArrayList<>(items.subList(from, to));
+          w.write(part, f.outShape(), f.output(), Arrays.copyOfRange(f.offsets(), from, to));
+          from = to;
+        }
+      }
+
+      private String folder(VolumeSource v) {
+        return v instanceof ParquetVolumeInput.Row r ? r.split().relative() : "";
+      }
+
+      @Override
+      public void close(TaskAttemptContext c) throws IOException {
+        IOException first = null;
+        for (ParquetBatchWriter w : parquet.values()) {
+          try {
+            w.close();
+            state.volumesWritten += w.rows();
+            state.filesWritten++;
+          } catch (IOException e) {
+            first = first == null ? e : first;
+          }
+        }
+        if (npy != null) {
+          npy.close();
+          state.volumesWritten += npy.volumes();
+          state.filesWritten += npy.files();
+        }
+        if (first != null) {
+          throw first;
+        }
+      }
+    };
+  }
+
+  @Override
+  public synchronized OutputCommitter getOutputCommitter(TaskAttemptContext context) throws IOException {
+    return new TimedCommitter(getOutputPath(context), context);
+  }
+
+  /** Hadoop's file committer, with the task commit's time added to the task's {@link Phase#COMMIT}. */
+  static final class TimedCommitter extends FileOutputCommitter {
+    TimedCommitter(Path output, TaskAttemptContext context) throws IOException {
+      super(output, context);
+    }
+
+    @Override
+    public void commitTask(TaskAttemptContext context) throws IOException {
+      long t0 = System.nanoTime();
+      super.commitTask(context);
+      state().times.add(Phase.COMMIT, System.nanoTime() - t0);
+    }
+  }
+}

@@ -1,0 +1,47 @@
+package io.volpool.io;
+
+import io.volpool.backend.VolumeSink;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/** A sink over a plain buffer, heap or direct; with {@code windows} it offers in-place windows like pinned memory. */
+final class CollectingSink implements VolumeSink {
+  final ByteBuffer buf;
+  private final boolean windows;
+
+  CollectingSink(int capacity, boolean direct, boolean windows) {
+    this.buf = (direct ? ByteBuffer.allocateDirect(capacity) : ByteBuffer.allocate(capacity)).order(ByteOrder.LITTLE_ENDIAN);
+    this.windows = windows;
+  }
+
+  @Override
+  public void put(ByteBuffer src) {
+    buf.put(src);
+  }
+
+  @Override
+  public void putFloat(float v) {
+    buf.putFloat(v);
+  }
+
+  @Override
+  public ByteBuffer window(int n) {
+    return windows ? buf.slice(buf.position(), n) : null;
+  }
+
+  @Override
+  public void advance(int n) {
+    buf.position(buf.position() + n);
+  }
+
+  @Override
+  public long position() {
+    return buf.position();
+  }
+
+  byte[] bytes() {
+    byte[] b = new byte[buf.position()];
+    buf.duplicate().flip().get(b);
+    return b;
+  }
+}

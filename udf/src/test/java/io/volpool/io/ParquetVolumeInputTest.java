@@ -1,0 +1,206 @@
+package io.volpool.io;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.volpool.backend.PhaseTimes;
+import io.volpool.op.VolumeShape;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.parquet.column.ParquetProperties;
+import org.apache.parquet.example.data.Group;
+import org.apache.parquet.example.data.simple.SimpleGroupFactory;
+import org.apache.parquet.hadoop.ParquetWriter;
+import org.apache.parquet.hadoop.example.ExampleParquetWriter;
+import org.apache.parquet.hadoop.metadata.CompressionCodecName;
+import org.apache.parquet.io.api.Binary;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.MessageTypeParser;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The columnar reader against files written by parquet-mr with every codec, page version,
+ * dictionary setting and page size (values spanning pages), for both layouts, with nulls in the
+ * pass-through columns: every volume comes back byte for byte, through in-place windows (pinned
+ * memory) and through copies (the CPU backend's float arrays).
+ */
+class ParquetVolumeInputTest {
+  static final MessageType BINARY = MessageTypeParser.parseMessageType(
+      "message m { optional binary id (STRING); optional int64 label; optional group shape (LIST) { repeated group list {"
+          + " optional int32 element; } } optional binary dtype (STRING); optional binary data; }");
+  static final MessageType FLOATS = MessageTypeParser.parseMessageType(
+      "message m { optional binary id (STRING); optional group tensor (LIST) { repeated group list {"
+          + " optional float element; } } }");
+  static final VolumeShape SHAPE = new VolumeShape(2, 3, 4, 5);
+
+  static byte[] volume(int i, VolumeShape s) {
+    ByteBuffer b = ByteBuffer.allocate((int) s.bytes()).order(ByteOrder.LITTLE_ENDIAN);
+    SplittableRandom r = new SplittableRandom(100 + i);
+    for (int k = 0; k < s.numel(); k++) {
+      b.putFloat((float) r.nextDouble(-3, 3));
+    }
+    return b.array();
+  }
+
+  static Stream<Arguments> variants() {
+    List<Arguments> out = new ArrayList<>();
+    for (CompressionCodecName c : new CompressionCodecName[] {CompressionCodecName.UNCOMPRESSED,
+        CompressionCodecName.SNAPPY, CompressionCodecName.ZSTD, CompressionCodecName.GZIP, CompressionCodecName.LZ4_RAW}) {
+      for (ParquetProperties.WriterVersion v : ParquetProperties.WriterVersion.values()) {
+        for (boolean dict : new boolean[] {false, true}) {
+          out.add(Arguments.of(c, v, dict));
+        }
+      }
+    }
+    return out.stream();
+  }
+
+  /** Writes {@code n} rows; every 7th label is null. Small pages make float lists span pages. */
+  static Path write(Path dir, MessageType schema, int n, CompressionCodecName codec, ParquetProperties.WriterVersion v,
+      boolean dict) throws IOException {
+    Path p = dir.resolve("f-" + codec + "-" + v + "-" + dict + ".parquet");
+    SimpleGroupFactory f = new SimpleGroupFactory(schema);
+    try (ParquetWriter<Group> w = ExampleParquetWriter.builder(new org.apache.hadoop.fs.Path(p.toUri()))
+        .withConf(new Configuration()).withType(schema).withCompressionCodec(codec).withWriterVersion(v)
+        .withDictionaryEncoding(dict).withPageSize(1000).withDictionaryPageSize(4000).withRowGroupSize(3000L)
+        .withPageRowCountLimit(3).build()) {
+      for (int i = 0; i < n; i++) {
+        Group g = f.newGroup().append("id", "v" + i);
+        byte[] vol = volume(i % 4, SHAPE);
+        if (schema == BINARY) {
+          if (i % 7 != 0) {
+            g.append("label", (long) i * 10);
+          }
+          Group list = g.addGroup("shape").addGroup("list");
+          list.append("element", SHAPE.c());
+          g.getGroup("shape", 0).addGroup("list").append("element", SHAPE.d());
+          g.getGroup("shape", 0).addGroup("list").append("element", SHAPE.h());
+          g.getGroup("shape", 0).addGroup("list").append("element", SHAPE.w());
+          g.append("dtype", "float32").append("data", Binary.fromConstantByteArray(vol));
+        } else {
+          Group t = g.addGroup("tensor");
+          ByteBuffer bb = ByteBuffer.wrap(vol).order(ByteOrder.LITTLE_ENDIAN);
+          for (int k = 0; k < SHAPE.numel(); k++) {
+            t.addGroup("list").append("element", bb.getFloat());
+          }
+        }
+        w.write(g);
+      }
+    }
+    return p;
+  }
+
+  static List<byte[]> readAll(Path p, TensorLayout layout, boolean windows, List<String> ids) {
+    List<byte[]> out = new ArrayList<>();
+    try (ParquetVolumeInput in = new ParquetVolumeInput(List.of(new ParquetSplit(p.toUri().toString(), "", 0,
+        p.toFile().length())), layout, new Configuration(), new PhaseTimes())) {
+      VolumeSource v;
+      while ((v = in.next(PageGate.UNLIMITED)) != null) {
+        assertThat(v.shape()).isEqualTo(SHAPE);
+        CollectingSink s = new CollectingSink((int) SHAPE.bytes(), windows, windows);
+        v.copyTo(s);
+        out.add(s.bytes());
+        ids.add(v.record());
+      }
+    }
+    return out;
+  }
+
+  @ParameterizedTest(name = "{0} {1} dictionary={2}")
+  @MethodSource("variants")
+  void binaryLayoutComesBackByteForByte(CompressionCodecName c, ParquetProperties.WriterVersion v, boolean dict,
+      @TempDir Path dir) throws IOException {
+    Path p = write(dir, BINARY, 23, c, v, dict);
+    TensorLayout layout = TensorLayout.detect(BINARY, null, null);
+    for (boolean windows : new boolean[] {true, false}) {
+      List<String> ids = new ArrayList<>();
+      List<byte[]> got = readAll(p, layout, windows, ids);
+      assertThat(got).hasSize(23);
+      for (int i = 0; i < 23; i++) {
+        assertThat(got.get(i)).as("volume %d (windows=%s)", i, windows).isEqualTo(volume(i % 4, SHAPE));
+        assertThat(ids.get(i)).isEqualTo("id=v" + i);
+      }
+    }
+  }
+
+  @ParameterizedTest(name = "{0} {1} dictionary={2}")
+  @MethodSource("variants")
+  void floatListLayoutSpanningPagesComesBackByteForByte(CompressionCodecName c, ParquetProperties.WriterVersion v,
+      boolean dict, @TempDir Path dir) throws IOException {
+    Path p = write(dir, FLOATS, 9, c, v, dict);
+    TensorLayout layout = TensorLayout.detect(FLOATS, null, SHAPE);
+    for (boolean windows : new boolean[] {true, false}) {
+      List<byte[]> got = readAll(p, layout, windows, new ArrayList<>());
+      assertThat(got).hasSize(9);
+      for (int i = 0; i < 9; i++) {
+        assertThat(got.get(i)).as("volume %d (windows=%s)", i, windows).isEqualTo(volume(i % 4, SHAPE));
+      }
+    }
+  }
+
+  @Test
+  void rowGroupsAreSplitByTheirMiddle(@TempDir Path dir) throws IOException {
+    Path p = write(dir, BINARY, 40, CompressionCodecName.UNCOMPRESSED, ParquetProperties.WriterVersion.PARQUET_1_0, false);
+    long len = p.toFile().length();
+    TensorLayout layout = TensorLayout.detect(BINARY, null, null);
+    int total = 0;
+    long cut = len / 3;
+    for (long[] r : new long[][] {{0, cut}, {cut, len - cut}}) {
+      try (ParquetVolumeInput in = new ParquetVolumeInput(List.of(new ParquetSplit(p.toUri().toString(), "", r[0], r[1])),
+          layout, new Configuration(), new PhaseTimes())) {
+        VolumeSource v;
+        while ((v = in.next(PageGate.UNLIMITED)) != null) {
+          v.shape();
+          v.copyTo(new CollectingSink((int) SHAPE.bytes(), false, false));
+          total++;
+        }
+      }
+    }
+    assertThat(total).as("every row read by exactly one of two splits").isEqualTo(40);
+  }
+
+  @Test
+  void aNullTensorIsABadRecordNamingTheRow(@TempDir Path dir) throws IOException {
+    Path p = dir.resolve("nulls.parquet");
+    SimpleGroupFactory f = new SimpleGroupFactory(BINARY);
+    try (ParquetWriter<Group> w = ExampleParquetWriter.builder(new org.apache.hadoop.fs.Path(p.toUri()))
+        .withConf(new Configuration()).withType(BINARY).build()) {
+      Group g = f.newGroup().append("id", "empty");
+      Group list = g.addGroup("shape");
+      for (int d : SHAPE.toArray()) {
+        list.addGroup("list").append("element", d);
+      }
+      g.append("dtype", "float32");
+      w.write(g);
+    }
+    try (ParquetVolumeInput in = new ParquetVolumeInput(List.of(new ParquetSplit(p.toUri().toString(), "", 0,
+        Files.size(p))), TensorLayout.detect(BINARY, null, null), new Configuration(), new PhaseTimes())) {
+      VolumeSource v = in.next(PageGate.UNLIMITED);
+      assertThatThrownBy(v::shape).isInstanceOf(BadRecordException.class).hasMessage("bad record id=empty: data is null");
+    }
+  }
+
+  @Test
+  void aFileWithAnotherSchemaIsNamed(@TempDir Path dir) throws IOException {
+    Path p = write(dir, FLOATS, 1, CompressionCodecName.SNAPPY, ParquetProperties.WriterVersion.PARQUET_1_0, false);
+    TensorLayout layout = TensorLayout.detect(BINARY, null, null);
+    try (ParquetVolumeInput in = new ParquetVolumeInput(List.of(new ParquetSplit(p.toUri().toString(), "", 0,
+        Files.size(p))), layout, new Configuration(), new PhaseTimes())) {
+      assertThatThrownBy(() -> in.next(PageGate.UNLIMITED)).isInstanceOf(BadRecordException.class)
+          .hasMessageContaining(p.getFileName().toString())
+          .hasMessageContaining("its schema differs from the input's first file: no column 'label'");
+    }
+  }
+}
