@@ -184,7 +184,7 @@ public final class VolpoolJob {
         (layout == null ? TensorLayout.npyOutputSchema() : layout.outputSchema()).toString(),
         layout == null ? List.of(TensorLayout.ID) : layout.passthrough(), codec(s), ROW_GROUP_BYTES,
         provenance(s, pipeline, conf));
-    RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuStreams(),
+    RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuMemoryFraction(),
         s.memoryBudget(), s.inputFormat(), layout, s.npyMaxHeaderBytes(), npyOut ? 0 : ParquetBatchWriter.GAP);
     StagedOutput out = StagedOutput.prepare(s.output(), s.overwrite(), conf);
     JobMetrics metrics = JobMetrics.register(spark.sparkContext());

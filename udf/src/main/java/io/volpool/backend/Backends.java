@@ -28,12 +28,12 @@ public final class Backends {
    *
    * @param device {@code auto}, {@code cpu} or {@code gpu}
    * @param cpuThreads threads for the CPU backend (at least 1)
-   * @param gpuStreams batches one GPU runs at once
+   * @param gpuMemoryFraction share of each GPU's free memory that batches may take
    * @param budget the executor's memory budget, which the backend's buffer pools draw on
    * @throws IllegalStateException for {@code gpu} when no usable CUDA device exists, with the reason
    */
-  public static synchronized Backend get(String device, int cpuThreads, int gpuStreams, MemoryBudget budget) {
-    String key = device + "/" + cpuThreads + "/" + gpuStreams;
+  public static synchronized Backend get(String device, int cpuThreads, double gpuMemoryFraction, MemoryBudget budget) {
+    String key = device + "/" + cpuThreads + "/" + gpuMemoryFraction;
     Backend b = CACHE.get(key);
     if (b != null && BUDGETS.get(key) != budget) {
       // the budget was resized between jobs of this JVM: the backend's pools must draw on the new one
@@ -41,7 +41,7 @@ public final class Backends {
       b = null;
     }
     if (b == null) {
-      b = create(device, cpuThreads, gpuStreams, budget);
+      b = create(device, cpuThreads, gpuMemoryFraction, budget);
       CACHE.put(key, b);
       BUDGETS.put(key, budget);
       if (!hookInstalled) {
@@ -52,14 +52,14 @@ public final class Backends {
     return b;
   }
 
-  private static Backend create(String device, int cpuThreads, int gpuStreams, MemoryBudget budget) {
+  private static Backend create(String device, int cpuThreads, double gpuMemoryFraction, MemoryBudget budget) {
     switch (device) {
       case "cpu":
         LOG.info("volpool backend: CPU with {} threads (spark.volpool.device=cpu)", cpuThreads);
         return CpuBackend.fast(cpuThreads, budget);
       case "gpu":
         try {
-          Backend g = CudaBackend.create(gpuStreams, budget);
+          Backend g = CudaBackend.create(gpuMemoryFraction, budget);
           LOG.info("volpool backend: CUDA, {} device(s) visible (spark.volpool.device=gpu)", g.deviceCount());
           return g;
         } catch (CudaUnavailableException e) {
@@ -68,7 +68,7 @@ public final class Backends {
         }
       case "auto":
         try {
-          Backend g = CudaBackend.create(gpuStreams, budget);
+          Backend g = CudaBackend.create(gpuMemoryFraction, budget);
           LOG.info("volpool backend: CUDA, {} device(s) visible (spark.volpool.device=auto found a GPU)", g.deviceCount());
           return g;
         } catch (CudaUnavailableException | LinkageError e) {

@@ -24,7 +24,9 @@ public enum Phase {
   /** Writing output bytes to storage. */
   WRITE("write"),
   /** Committing task and job output (the driver's rename into place included). */
-  COMMIT("commit");
+  COMMIT("commit"),
+  /** Task time in none of the phases above: Spark's own work in the task, and what volpool does not time. */
+  OTHER("other");
 
   private final String label;
 

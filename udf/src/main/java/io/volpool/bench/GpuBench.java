@@ -94,7 +94,7 @@ public final class GpuBench {
     }
     FusedOp fused = FusedModel.load(SafeTensors.read(Files.readAllBytes(Paths.get(args[0])), args[0]),
         new FusedModel.Params(OptionalInt.of(2), OptionalInt.of(1), OptionalInt.of(0), OptionalInt.of(2)));
-    try (CudaBackend gpu = CudaBackend.create(1)) {
+    try (CudaBackend gpu = CudaBackend.create(0.5)) {
       GpuBench b = new GpuBench(gpu);
       b.results.put("device", gpu.name(0));
       java.util.Set<String> run = java.util.Set.of(only.split(","));
@@ -333,8 +333,12 @@ public final class GpuBench {
         if (copyFromHeap || i < 2) {
           b.input().put(ByteBuffer.wrap(heap));
         } else {
-          b.input().window(heap.length);
-          b.input().advance(heap.length);
+          // the bytes are already in pinned memory: only the staged copies run
+          for (long left = heap.length; left > 0; ) {
+            int k = b.input().window((int) Math.min(left, Integer.MAX_VALUE)).remaining();
+            b.input().advance(k);
+            left -= k;
+          }
         }
         e.submit(b, batch, true);
         inflight.add(b);

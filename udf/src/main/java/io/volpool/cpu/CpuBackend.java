@@ -308,8 +308,8 @@ public final class CpuBackend implements Backend {
     }
 
     @Override
-    public ByteBuffer window(int n) {
-      return n <= leftInVolume() ? out.slice(at(), n).order(ByteOrder.LITTLE_ENDIAN) : null;
+    public ByteBuffer window(int max) {
+      return out.slice(at(), Math.min(max, leftInVolume())).order(ByteOrder.LITTLE_ENDIAN);
     }
 
     @Override

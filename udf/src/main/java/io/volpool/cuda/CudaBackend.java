@@ -38,12 +38,12 @@ public final class CudaBackend implements Backend {
    * small enough that a partition spans several batches, so reading, copies and kernels overlap.
    */
   static final long AUTO_PINNED_PER_BATCH = 64L << 20;
-  /** Share of the free device memory that automatic batching uses (the rest is headroom). */
-  static final double AUTO_DEVICE_SHARE = 0.6;
+  /** Automatic batches leave room for this many batches in flight on one device. */
+  static final int AUTO_BATCHES_PER_DEVICE = 32;
 
   private final int deviceCount;
   private final int driverVersion;
-  private final int streams;
+  private final double memoryFraction;
   private final boolean poison = Boolean.getBoolean("volpool.cuda.poison");
   private final Map<Integer, CudaDevice> devices = new HashMap<>();
   private final BufferPool<PinnedKey, PinnedBlock> pinned;
@@ -55,10 +55,10 @@ public final class CudaBackend implements Backend {
   /** Pinned blocks are allocated and freed in the context of the device whose batches use them. */
   record PinnedKey(int device, long bytes) {}
 
-  private CudaBackend(int deviceCount, int driverVersion, int streams, MemoryBudget budget) {
+  private CudaBackend(int deviceCount, int driverVersion, double memoryFraction, MemoryBudget budget) {
     this.deviceCount = deviceCount;
     this.driverVersion = driverVersion;
-    this.streams = streams;
+    this.memoryFraction = memoryFraction;
     this.pinned = new BufferPool<>(budget, new BufferPool.Allocator<>() {
       @Override
       public long bytes(PinnedKey key) {
@@ -87,10 +87,10 @@ public final class CudaBackend implements Backend {
   /**
    * Initialises CUDA and checks that a device and a recent enough driver exist.
    *
-   * @param streams batches one device runs at once (each on its own stream with its own device buffers)
+   * @param memoryFraction share of each device's free memory that batches may take
    * @throws CudaUnavailableException saying why there is no usable GPU
    */
-  public static CudaBackend create(int streams, MemoryBudget budget) throws CudaUnavailableException {
+  public static CudaBackend create(double memoryFraction, MemoryBudget budget) throws CudaUnavailableException {
     String os = System.getProperty("os.name", "") + "/" + System.getProperty("os.arch", "");
     if (!os.startsWith("Linux/") || !(os.endsWith("amd64") || os.endsWith("x86_64"))) {
       throw new CudaUnavailableException("volpool ships JCuda natives for linux-x86_64 only, this JVM runs on " + os);
@@ -119,12 +119,12 @@ public final class CudaBackend implements Backend {
     if (n[0] < 1) {
       throw new CudaUnavailableException("CUDA reports no devices");
     }
-    return new CudaBackend(n[0], v[0], streams, budget);
+    return new CudaBackend(n[0], v[0], memoryFraction, budget);
   }
 
   /** A backend with a budget of its own (tests and tools). */
-  public static CudaBackend create(int streams) throws CudaUnavailableException {
-    return create(streams, new MemoryBudget(MemoryBudget.defaultLimit()));
+  public static CudaBackend create(double memoryFraction) throws CudaUnavailableException {
+    return create(memoryFraction, new MemoryBudget(MemoryBudget.defaultLimit()));
   }
 
   /** CUDA device {@code ordinal} of this process, opened on first use. */
@@ -137,9 +137,9 @@ public final class CudaBackend implements Backend {
           + " device(s)");
     }
     return devices.computeIfAbsent(ordinal, o -> {
-      CudaDevice d = new CudaDevice(o, streams);
-      LOG.info("volpool: CUDA device {} ({}, {} SMs), driver API {}, {} stream(s) for batches", o, d.name,
-          d.multiprocessors, driverVersion, streams);
+      CudaDevice d = new CudaDevice(o, memoryFraction);
+      LOG.info("volpool: CUDA device {} ({}, {} SMs), driver API {}, {} of device memory for batches", o, d.name,
+          d.multiprocessors, driverVersion, CudaExecutor.mib(d.memory.limit()));
       return d;
     });
   }
@@ -174,11 +174,11 @@ public final class CudaBackend implements Backend {
   @Override
   public int suggestBatch(Pipeline pipeline, VolumeShape input, int device) {
     KernelPlan plan = KernelPlan.of(pipeline, input);
-    long free = device(device).memInfo()[0];
-    long perLane = (long) (free * AUTO_DEVICE_SHARE / streams);
-    long byDevice = perLane / deviceBytesPerVolume(plan);
-    long byPinned = Math.min(AUTO_PINNED_PER_BATCH, pinned.budget().maxRequest() / 2) / pinnedBytesPerVolume(plan);
-    return (int) Math.max(1, Math.min(1024, Math.min(byDevice, byPinned)));
+    long byDevice = device(device).memory.limit() / AUTO_BATCHES_PER_DEVICE / deviceBytesPerVolume(plan);
+    long byInput = AUTO_PINNED_PER_BATCH / plan.shapes().get(0).bytes();
+    long byOutput = Math.min(AUTO_PINNED_PER_BATCH, pinned.budget().maxRequest() / 2)
+        / plan.shapes().get(plan.outputBuffer()).bytes();
+    return (int) Math.max(1, Math.min(1024, Math.min(byDevice, Math.min(byInput, byOutput))));
   }
 
   @Override
@@ -186,28 +186,24 @@ public final class CudaBackend implements Backend {
     KernelPlan plan = KernelPlan.of(pipeline, input);
     CudaDevice d = device(device);
     long perVolume = deviceBytesPerVolume(plan);
-    long hostPerVolume = plan.shapes().get(0).bytes() + outputGap + plan.shapes().get(plan.outputBuffer()).bytes();
-    long hostLimit = Integer.MAX_VALUE / hostPerVolume;
-    if (hostLimit < 1) {
-      throw new IllegalArgumentException("volume " + input + " needs " + hostPerVolume
-          + " bytes of pinned memory; the GPU backend takes volumes under 2 GiB");
+    long outPerVolume = outputGap + plan.shapes().get(plan.outputBuffer()).bytes();
+    if (outPerVolume > Integer.MAX_VALUE - (64L << 20)) {
+      throw new IllegalArgumentException("volume " + input + " gives an output of " + outPerVolume
+          + " bytes; the GPU backend takes outputs under 2 GiB per volume");
     }
-    // grid z carries the batch in the fast kernels
-    int batch = (int) Math.max(1, Math.min(Math.min(maxBatch, hostLimit), KernelPlan.MAX_GRID_YZ));
-    long free = d.memInfo()[0];
-    long need = (long) streams * perVolume * batch;
-    if (need > free) {
-      long one = (long) streams * perVolume;
-      if (one > free) {
-        throw new IllegalArgumentException("volume " + input + " through " + pipeline.describe() + " needs "
-            + CudaExecutor.mib(one) + " of GPU memory (input, intermediates and output, " + streams + " streams) but "
-            + d.name + " (device " + d.ordinal + ") has " + CudaExecutor.mib(free) + " free; lower"
-            + " spark.volpool.gpu.streams or use spark.volpool.device=cpu for such volumes");
-      }
-      int fit = (int) Math.max(1, free / one);
-      LOG.warn("batch of {} volumes {} needs {} of GPU memory, {} free: using batches of {}", batch, input,
-          CudaExecutor.mib(need), CudaExecutor.mib(free), fit);
-      batch = Math.min(batch, fit);
+    if (perVolume > d.memory.maxRequest()) {
+      throw new IllegalArgumentException("volume " + input + " through " + pipeline.describe() + " needs "
+          + CudaExecutor.mib(perVolume) + " of GPU memory (input, intermediates and output) but batches on " + d.name
+          + " (device " + d.ordinal + ") may take at most " + CudaExecutor.mib(d.memory.maxRequest()) + " each (half of"
+          + " spark.volpool.gpu.memoryFraction of its free memory); raise spark.volpool.gpu.memoryFraction or use"
+          + " spark.volpool.device=cpu for such volumes");
+    }
+    // grid z carries the batch in the fast kernels; one batch may take half of the device's share
+    long fit = Math.min(d.memory.maxRequest() / perVolume, (Integer.MAX_VALUE - (64L << 20)) / outPerVolume);
+    int batch = (int) Math.max(1, Math.min(Math.min(maxBatch, fit), KernelPlan.MAX_GRID_YZ));
+    if (batch < maxBatch) {
+      LOG.warn("batch of {} volumes {} does not fit the GPU's share for one batch ({}): using batches of {}", maxBatch,
+          input, CudaExecutor.mib(d.memory.maxRequest()), batch);
     }
     LOG.debug("CUDA plan for {} on {}: {}", pipeline.describe(), input, plan.describe());
     return new CudaExecutor(d, plan, batch, outputGap, pinned, poison);

@@ -15,12 +15,10 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
+import io.volpool.memory.BufferPool;
+import io.volpool.memory.MemoryBudget;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.Semaphore;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdevice_attribute;
@@ -29,9 +27,9 @@ import jcuda.driver.CUmodule;
 
 /**
  * One GPU of this JVM: its retained primary context, the kernel module loaded once, the cached
- * kernel functions, and its {@link Lane}s: the streams (with their device buffers) that batches
- * borrow for their copies and kernels only, so reading and writing never hold the GPU. Owned by
- * {@link CudaBackend}; {@link #close()} frees the lanes, unloads the module and releases the context, once.
+ * kernel functions, and the pool of {@link DeviceSlot}s (device buffers, a stream and events per
+ * batch) bounded by a share of the device's memory. Owned by {@link CudaBackend}; {@link #close()}
+ * frees the slots, unloads the module and releases the context, once.
  */
 final class CudaDevice implements AutoCloseable {
   static final String FATBIN = "/kernels/volpool.fatbin";
@@ -39,17 +37,17 @@ final class CudaDevice implements AutoCloseable {
   final int ordinal;
   final String name;
   final int multiprocessors;
-  final int streams;
-  private final Semaphore lanePermits;
-  private final ConcurrentLinkedQueue<Lane> freeLanes = new ConcurrentLinkedQueue<>();
-  private final List<Lane> allLanes = new ArrayList<>();
+  /** This device's memory for batches (a share of what was free when it was opened). */
+  final MemoryBudget memory;
+  /** Device buffers, streams and events of batches, reused by size; counted against {@link #memory}. */
+  final BufferPool<DeviceSlot.Key, DeviceSlot> slots;
   private final CUdevice device = new CUdevice();
   private final CUcontext context = new CUcontext();
   private final CUmodule module = new CUmodule();
   private final Map<String, CUfunction> functions = new HashMap<>();
   private boolean closed;
 
-  CudaDevice(int ordinal, int streams) {
+  CudaDevice(int ordinal, double memoryFraction) {
     this.ordinal = ordinal;
     Cuda.check(cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
     byte[] nm = new byte[256];
@@ -67,42 +65,25 @@ final class CudaDevice implements AutoCloseable {
     makeCurrent();
     byte[] image = loadImage();
     Cuda.check(cuModuleLoadData(module, image), "cuModuleLoadData(" + FATBIN + " on " + name + ")");
-    this.streams = Math.max(1, streams);
-    this.lanePermits = new Semaphore(this.streams, true);
-  }
-
-  /**
-   * A free lane of this device, waiting for one when {@code mayWait}; else null when all are busy.
-   * The caller gives it back with {@link #releaseLane} once the lane's stream is idle.
-   */
-  Lane acquireLane(boolean mayWait) {
-    if (mayWait) {
-      lanePermits.acquireUninterruptibly();
-    } else if (!lanePermits.tryAcquire()) {
-      return null;
-    }
-    Lane l = freeLanes.poll();
-    if (l == null) {
-      try {
-        synchronized (this) {
-          if (closed) {
-            throw new IllegalStateException("CUDA device " + ordinal + " already closed");
-          }
-          makeCurrent();
-          l = new Lane(this, allLanes.size());
-          allLanes.add(l);
-        }
-      } catch (RuntimeException e) {
-        lanePermits.release();
-        throw e;
+    long free = memInfo()[0];
+    this.memory = new MemoryBudget(Math.max(64L << 20, (long) (free * memoryFraction)), "spark.volpool.gpu.memoryFraction",
+        "GPU memory of cuda:" + ordinal + " (" + name + ")");
+    this.slots = new BufferPool<>(memory, new BufferPool.Allocator<>() {
+      @Override
+      public long bytes(DeviceSlot.Key key) {
+        return key.bytes();
       }
-    }
-    return l;
-  }
 
-  void releaseLane(Lane l) {
-    freeLanes.add(l);
-    lanePermits.release();
+      @Override
+      public DeviceSlot allocate(DeviceSlot.Key key) {
+        return new DeviceSlot(CudaDevice.this, key);
+      }
+
+      @Override
+      public void free(DeviceSlot slot) {
+        slot.close();
+      }
+    });
   }
 
   /**
@@ -158,10 +139,7 @@ final class CudaDevice implements AutoCloseable {
     }
     closed = true;
     makeCurrent();
-    for (Lane l : allLanes) {
-      l.close();
-    }
-    allLanes.clear();
+    slots.close();
     Cuda.check(cuModuleUnload(module), "cuModuleUnload(device " + ordinal + ")");
     Cuda.check(cuDevicePrimaryCtxRelease(device), "cuDevicePrimaryCtxRelease(device " + ordinal + ")");
   }

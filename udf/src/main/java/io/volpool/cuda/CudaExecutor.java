@@ -15,7 +15,6 @@ import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.VolumeSink;
 import io.volpool.memory.BufferPool;
-import io.volpool.op.VolumeShape;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import jcuda.driver.CUDA_MEMCPY2D;
@@ -23,15 +22,19 @@ import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUmemorytype;
 
 /**
- * Runs one plan on one GPU for one task. A batch's pinned host memory (input, then output with the
- * caller's gap before each volume) comes from the backend's budgeted pool; {@link #submit} borrows a
- * {@link Lane} of the device, queues host-to-device copy, kernels and a strided device-to-host copy
- * on its stream with events between them, and returns; {@link Batch#output()} waits, reads the
- * event times and gives the lane back. So a task holds the GPU only while its copies and kernels
- * run. Closing the executor frees nothing shared; batches give their memory back themselves.
+ * Runs one plan on one GPU for one task. A batch takes a {@link DeviceSlot} (device buffers, its
+ * own stream) from the device's pool and one pinned host block from the backend's budgeted pool:
+ * two staging chunks for the input and the output area. Readers write the input into the staging
+ * chunks, and each full chunk is copied to the device right away on the batch's stream while the
+ * reader fills the other one, so a volume of any size passes through a few MiB of pinned memory
+ * and its copy overlaps its reading. {@link #submit} queues the kernels and a strided copy of the
+ * output (the caller's gap before each volume) and returns; {@link Batch#output()} waits for it.
+ * Nothing is shared between batches while they run, so a task never waits for another's GPU work.
  */
 final class CudaExecutor implements BatchExecutor {
   private static final int NAN_BITS = Float.floatToRawIntBits(Float.NaN);
+  /** Bytes of one input staging chunk (two per batch); small volumes batch whole into them. */
+  static final long STAGING_CHUNK = Long.getLong("volpool.cuda.stagingChunkBytes", 8L << 20);
 
   private final CudaDevice device;
   private final KernelPlan plan;
@@ -41,12 +44,14 @@ final class CudaExecutor implements BatchExecutor {
   private final BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned;
   private final long inBytes;
   private final long outBytes;
-  private final long blockBytes;
-  private final CudaBackend.PinnedKey key;
+  private final long chunk;
+  private final long outAt;
+  private final CudaBackend.PinnedKey hostKey;
+  private final DeviceSlot.Key slotKey;
   private final String what;
 
-  CudaExecutor(CudaDevice device, KernelPlan plan, int maxBatch, int gap, BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned,
-      boolean poison) {
+  CudaExecutor(CudaDevice device, KernelPlan plan, int maxBatch, int gap,
+      BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned, boolean poison) {
     this.device = device;
     this.plan = plan;
     this.maxBatch = maxBatch;
@@ -55,9 +60,15 @@ final class CudaExecutor implements BatchExecutor {
     this.poison = poison;
     this.inBytes = plan.shapes().get(0).bytes();
     this.outBytes = plan.shapes().get(plan.outputBuffer()).bytes();
-    this.blockBytes = align(maxBatch * inBytes) + maxBatch * (gap + outBytes);
-    this.key = new CudaBackend.PinnedKey(device.ordinal, blockBytes);
-    this.what = "a GPU batch of " + maxBatch + " volumes " + plan.shapes().get(0) + " (pinned input and output)";
+    this.chunk = align(Math.min(STAGING_CHUNK, maxBatch * inBytes));
+    this.outAt = 2 * chunk;
+    this.hostKey = new CudaBackend.PinnedKey(device.ordinal, outAt + maxBatch * (gap + outBytes));
+    java.util.List<Long> sizes = new java.util.ArrayList<>();
+    for (int i = 0; i < plan.shapes().size(); i++) {
+      sizes.add(plan.used(i) ? maxBatch * plan.shapes().get(i).bytes() : 0L);
+    }
+    this.slotKey = new DeviceSlot.Key(java.util.List.copyOf(sizes));
+    this.what = "a GPU batch of " + maxBatch + " volumes " + plan.shapes().get(0) + " through " + plan.describe();
   }
 
   private static long align(long b) {
@@ -79,14 +90,29 @@ final class CudaExecutor implements BatchExecutor {
 
   @Override
   public long batchBytes() {
-    return blockBytes;
+    return hostKey.bytes();
   }
 
   @Override
   public Batch newBatch(boolean mayWait) {
     device.makeCurrent();
-    CudaBackend.PinnedBlock b = pinned.take(key, mayWait, () -> what);
-    return b == null ? null : new GpuBatch(b);
+    // device memory first, then host memory: one order for every task, so waits cannot form a cycle
+    DeviceSlot slot = device.slots.take(slotKey, mayWait, () -> what + " (device buffers)");
+    if (slot == null) {
+      return null;
+    }
+    CudaBackend.PinnedBlock host;
+    try {
+      host = pinned.take(hostKey, mayWait, () -> what + " (pinned staging and output)");
+    } catch (RuntimeException e) {
+      device.slots.give(slotKey, slot);
+      throw e;
+    }
+    if (host == null) {
+      device.slots.give(slotKey, slot);
+      return null;
+    }
+    return new GpuBatch(slot, host);
   }
 
   @Override
@@ -99,81 +125,62 @@ final class CudaExecutor implements BatchExecutor {
       throw new IllegalStateException("batch input holds " + b.sink.pos + " bytes, expected " + n + " volumes of "
           + plan.shapes().get(0) + " = " + n * inBytes);
     }
-    long t0 = System.nanoTime();
-    Lane lane = device.acquireLane(mayWait);
-    b.times.add(Phase.WAIT_GPU, System.nanoTime() - t0);
-    if (lane == null) {
-      return false;
+    device.makeCurrent();
+    DeviceSlot s = b.slot;
+    b.sink.flush();
+    if (!b.sink.started) {
+      Cuda.check(cuEventRecord(s.events[0], s.stream), "cuEventRecord");
     }
-    try {
-      device.makeCurrent();
-      CUdeviceptr[] bufs = new CUdeviceptr[plan.shapes().size()];
-      for (int i = 0; i < bufs.length; i++) {
-        if (plan.used(i)) {
-          bufs[i] = lane.buffer(i, maxBatch * plan.shapes().get(i).bytes(), "batch buffer " + i + " of " + plan.describe());
+    Cuda.check(cuEventRecord(s.events[1], s.stream), "cuEventRecord");
+    if (poison) {
+      for (int i = 1; i < s.buffers.length; i++) {
+        if (s.buffers[i] != null) {
+          Cuda.check(cuMemsetD32Async(s.buffers[i], NAN_BITS, n * plan.shapes().get(i).numel(), s.stream),
+              "cuMemsetD32Async(poison buffer " + i + ")");
         }
       }
-      Cuda.check(cuEventRecord(lane.events[0], lane.stream), "cuEventRecord");
-      Cuda.check(cuMemcpyHtoDAsync(bufs[0], b.block.pointer(), n * inBytes, lane.stream),
-          "cuMemcpyHtoDAsync(" + mib(n * inBytes) + ")");
-      Cuda.check(cuEventRecord(lane.events[1], lane.stream), "cuEventRecord");
-      if (poison) {
-        for (int i = 1; i < bufs.length; i++) {
-          if (bufs[i] != null) {
-            Cuda.check(cuMemsetD32Async(bufs[i], NAN_BITS, n * plan.shapes().get(i).numel(), lane.stream),
-                "cuMemsetD32Async(poison buffer " + i + ")");
-          }
-        }
-      }
-      lane.runner(plan).launch(lane.stream, bufs, n);
-      Cuda.check(cuEventRecord(lane.events[2], lane.stream), "cuEventRecord");
-      CUdeviceptr src = bufs[plan.outputBuffer()];
-      long outAt = align(maxBatch * inBytes);
-      if (gap == 0) {
-        Cuda.check(cuMemcpyDtoHAsync(b.block.pointer().withByteOffset(outAt), src, n * outBytes, lane.stream),
-            "cuMemcpyDtoHAsync(" + mib(n * outBytes) + ")");
-      } else {
-        CUDA_MEMCPY2D c = new CUDA_MEMCPY2D();
-        c.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
-        c.srcDevice = src;
-        c.srcPitch = outBytes;
-        c.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
-        c.dstHost = b.block.pointer().withByteOffset(outAt + gap);
-        c.dstPitch = gap + outBytes;
-        c.WidthInBytes = outBytes;
-        c.Height = n;
-        Cuda.check(cuMemcpy2DAsync(c, lane.stream), "cuMemcpy2DAsync(" + n + " x " + mib(outBytes) + " to host)");
-      }
-      Cuda.check(cuEventRecord(lane.events[3], lane.stream), "cuEventRecord");
-    } catch (RuntimeException e) {
-      try {
-        Cuda.check(cuStreamSynchronize(lane.stream), "cuStreamSynchronize(after a failed submit)");
-      } finally {
-        device.releaseLane(lane);
-      }
-      throw e;
     }
-    b.lane = lane;
+    s.runner(plan).launch(s.stream, s.buffers, n);
+    Cuda.check(cuEventRecord(s.events[2], s.stream), "cuEventRecord");
+    CUdeviceptr src = s.buffers[plan.outputBuffer()];
+    if (gap == 0) {
+      Cuda.check(cuMemcpyDtoHAsync(b.host.pointer().withByteOffset(outAt), src, n * outBytes, s.stream),
+          "cuMemcpyDtoHAsync(" + mib(n * outBytes) + ")");
+    } else {
+      CUDA_MEMCPY2D c = new CUDA_MEMCPY2D();
+      c.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
+      c.srcDevice = src;
+      c.srcPitch = outBytes;
+      c.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
+      c.dstHost = b.host.pointer().withByteOffset(outAt + gap);
+      c.dstPitch = gap + outBytes;
+      c.WidthInBytes = outBytes;
+      c.Height = n;
+      Cuda.check(cuMemcpy2DAsync(c, s.stream), "cuMemcpy2DAsync(" + n + " x " + mib(outBytes) + " to host)");
+    }
+    Cuda.check(cuEventRecord(s.events[3], s.stream), "cuEventRecord");
     b.n = n;
     return true;
   }
 
   @Override
   public void close() {
-    // batches give their pinned memory and lanes back themselves
+    // batches give their slots and pinned memory back themselves
   }
 
   private final class GpuBatch implements Batch {
-    final CudaBackend.PinnedBlock block;
-    final PinnedSink sink;
+    final DeviceSlot slot;
+    final CudaBackend.PinnedBlock host;
+    final StagingSink sink;
     final PhaseTimes times = new PhaseTimes();
-    Lane lane;
     int n = -1;
+    boolean done;
     boolean closed;
 
-    GpuBatch(CudaBackend.PinnedBlock block) {
-      this.block = block;
-      this.sink = new PinnedSink(block.buffer().duplicate().order(ByteOrder.LITTLE_ENDIAN), maxBatch * inBytes);
+    GpuBatch(DeviceSlot slot, CudaBackend.PinnedBlock host) {
+      this.slot = slot;
+      this.host = host;
+      this.sink = new StagingSink(this);
     }
 
     @Override
@@ -186,28 +193,23 @@ final class CudaExecutor implements BatchExecutor {
       if (n < 0) {
         throw new IllegalStateException("output() before submit()");
       }
-      if (lane != null) {
+      if (!done) {
         device.makeCurrent();
-        Lane l = lane;
-        lane = null;
-        try {
-          Cuda.check(cuEventSynchronize(l.events[3]), "cuEventSynchronize(batch of " + n + ", " + plan.describe() + ")");
-          times.add(Phase.H2D, elapsedNanos(l, 0, 1));
-          times.add(Phase.KERNELS, elapsedNanos(l, 1, 2));
-          times.add(Phase.D2H, elapsedNanos(l, 2, 3));
-        } finally {
-          device.releaseLane(l);
-        }
+        long t0 = System.nanoTime();
+        Cuda.check(cuEventSynchronize(slot.events[3]), "cuEventSynchronize(batch of " + n + ", " + plan.describe() + ")");
+        times.add(Phase.WAIT_GPU, System.nanoTime() - t0);
+        times.add(Phase.KERNELS, elapsedNanos(1, 2));
+        times.add(Phase.D2H, elapsedNanos(2, 3));
+        done = true;
       }
-      long outAt = align(maxBatch * inBytes);
-      ByteBuffer o = block.buffer().duplicate().order(ByteOrder.LITTLE_ENDIAN);
+      ByteBuffer o = host.buffer().duplicate().order(ByteOrder.LITTLE_ENDIAN);
       o.position((int) outAt).limit((int) (outAt + n * (gap + outBytes)));
       return o.slice().order(ByteOrder.LITTLE_ENDIAN);
     }
 
-    private long elapsedNanos(Lane l, int from, int to) {
+    private long elapsedNanos(int from, int to) {
       float[] ms = new float[1];
-      Cuda.check(cuEventElapsedTime(ms, l.events[from], l.events[to]), "cuEventElapsedTime");
+      Cuda.check(cuEventElapsedTime(ms, slot.events[from], slot.events[to]), "cuEventElapsedTime");
       return (long) (ms[0] * 1e6);
     }
 
@@ -228,65 +230,109 @@ final class CudaExecutor implements BatchExecutor {
       }
       closed = true;
       try {
-        if (lane != null) {
-          Lane l = lane;
-          lane = null;
-          device.makeCurrent();
-          try {
-            Cuda.check(cuStreamSynchronize(l.stream), "cuStreamSynchronize(batch closed before its output)");
-          } finally {
-            device.releaseLane(l);
-          }
-        }
+        device.makeCurrent();
+        // work still queued (a failure before output()) must finish before the buffers are reused
+        Cuda.check(cuStreamSynchronize(slot.stream), "cuStreamSynchronize(batch closed)");
       } finally {
-        pinned.give(key, block);
+        pinned.give(hostKey, host);
+        device.slots.give(slotKey, slot);
       }
     }
   }
 
-  /** Writes volumes into the pinned input; readers may fill a window of it in place. */
-  static final class PinnedSink implements VolumeSink {
-    private final ByteBuffer buf;
-    private final long capacity;
+  /**
+   * The input of a GPU batch: two pinned staging chunks used in turn; a full chunk is copied to the
+   * batch's device input buffer at once (asynchronously), and a chunk is written again only after
+   * its copy has finished.
+   */
+  private final class StagingSink implements VolumeSink {
+    private final GpuBatch b;
+    private final ByteBuffer host;
     long pos;
+    private int cur;
+    private long fill;
+    private final boolean[] busy = new boolean[2];
+    boolean started;
 
-    PinnedSink(ByteBuffer buf, long capacity) {
-      this.buf = buf;
-      this.capacity = capacity;
+    StagingSink(GpuBatch b) {
+      this.b = b;
+      this.host = b.host.buffer().duplicate().order(ByteOrder.LITTLE_ENDIAN);
     }
 
     private void check(long n) {
-      if (pos + n > capacity) {
-        throw new IllegalStateException("batch input overflow: " + (pos + n) + " bytes into " + capacity);
+      if (pos + n > maxBatch * inBytes) {
+        throw new IllegalStateException("batch input overflow: " + (pos + n) + " bytes into " + maxBatch * inBytes);
       }
     }
 
-    @Override
-    public void put(ByteBuffer src) {
-      int n = src.remaining();
-      check(n);
-      buf.position((int) pos);
-      buf.put(src);
-      pos += n;
+    /** Waits until the current chunk's last copy has finished, so it may be written again. */
+    private void ready() {
+      if (busy[cur]) {
+        long t0 = System.nanoTime();
+        device.makeCurrent();
+        Cuda.check(cuEventSynchronize(b.slot.chunkDone[cur]), "cuEventSynchronize(staging chunk copy)");
+        b.times.add(Phase.H2D, System.nanoTime() - t0);
+        busy[cur] = false;
+      }
+    }
+
+    /** Copies what the current chunk holds to the device and moves to the other chunk. */
+    void flush() {
+      if (fill == 0) {
+        return;
+      }
+      device.makeCurrent();
+      DeviceSlot s = b.slot;
+      if (!started) {
+        Cuda.check(cuEventRecord(s.events[0], s.stream), "cuEventRecord");
+        started = true;
+      }
+      long devAt = pos - fill;
+      Cuda.check(cuMemcpyHtoDAsync(s.buffers[0].withByteOffset(devAt), b.host.pointer().withByteOffset(cur * chunk), fill,
+          s.stream), "cuMemcpyHtoDAsync(" + mib(fill) + " staged input)");
+      Cuda.check(cuEventRecord(s.chunkDone[cur], s.stream), "cuEventRecord");
+      busy[cur] = true;
+      cur ^= 1;
+      fill = 0;
     }
 
     @Override
-    public void putFloat(float v) {
-      check(4);
-      buf.putFloat((int) pos, v);
-      pos += 4;
-    }
-
-    @Override
-    public ByteBuffer window(int n) {
-      check(n);
-      return buf.slice((int) pos, n).order(ByteOrder.LITTLE_ENDIAN);
+    public ByteBuffer window(int max) {
+      check(1);
+      ready();
+      int n = (int) Math.min(max, chunk - fill);
+      if (max >= 4 && n >= 4) {
+        n &= ~3;
+      }
+      return host.slice((int) (cur * chunk + fill), n).order(ByteOrder.LITTLE_ENDIAN);
     }
 
     @Override
     public void advance(int n) {
       check(n);
+      fill += n;
       pos += n;
+      if (fill == chunk) {
+        flush();
+      }
+    }
+
+    @Override
+    public void put(ByteBuffer src) {
+      while (src.hasRemaining()) {
+        ByteBuffer w = window(src.remaining());
+        int k = w.remaining();
+        w.put(src.slice(src.position(), k));
+        src.position(src.position() + k);
+        advance(k);
+      }
+    }
+
+    @Override
+    public void putFloat(float v) {
+      ByteBuffer w = window(4);
+      w.putFloat(0, v);
+      advance(4);
     }
 
     @Override

@@ -9,7 +9,6 @@ import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
 /**
@@ -92,8 +91,7 @@ public final class NpyBatchWriter implements AutoCloseable {
       shape[leading.length + k] = d[k];
     }
     Path target = new Path(root, f.ref().relative());
-    FileSystem fs = target.getFileSystem(conf);
-    os = fs.create(target, false);
+    os = ChannelOutputFile.of(target, conf).create(0);
     os.write(Npy.header(shape));
     current = f;
     written = 0;

@@ -136,19 +136,7 @@ public final class NpyVolumeInput implements VolumeInput {
         long raw = vb / 4 * h.itemSize();
         file.src.seek(h.dataOffset() + index * raw);
         if (h.isPlainF32()) {
-          ByteBuffer w = vb <= Integer.MAX_VALUE ? dst.window((int) vb) : null;
-          if (w != null) {
-            file.src.readFully(w);
-            dst.advance((int) vb);
-          } else {
-            byte[] c = file.src.chunk();
-            for (long left = vb; left > 0; ) {
-              int n = (int) Math.min(c.length, left);
-              file.src.readFully(c, 0, n);
-              dst.put(ByteBuffer.wrap(c, 0, n));
-              left -= n;
-            }
-          }
+          dst.fill(vb, file.src::readFully, file.src.chunk());
           times.add(Phase.READ, System.nanoTime() - t0);
           return;
         }

@@ -21,7 +21,6 @@ import org.apache.parquet.hadoop.CodecFactory;
 import org.apache.parquet.hadoop.ColumnChunkPageWriteStore;
 import org.apache.parquet.hadoop.ParquetFileWriter;
 import org.apache.parquet.hadoop.metadata.CompressionCodecName;
-import org.apache.parquet.hadoop.util.HadoopOutputFile;
 import org.apache.parquet.io.ColumnIOFactory;
 import org.apache.parquet.io.MessageColumnIO;
 import org.apache.parquet.io.api.Binary;
@@ -67,7 +66,7 @@ public final class ParquetBatchWriter implements AutoCloseable {
     this.data = schema.getColumnDescription(new String[] {TensorLayout.DATA});
     this.codec = CompressionCodecName.valueOf(spec.codec());
     this.codecs = new CodecFactory(conf, 1 << 20);
-    this.file = new ParquetFileWriter(HadoopOutputFile.fromPath(path, conf), schema, ParquetFileWriter.Mode.CREATE,
+    this.file = new ParquetFileWriter(ChannelOutputFile.of(path, conf), schema, ParquetFileWriter.Mode.CREATE,
         spec.rowGroupBytes(), 0, ParquetProperties.DEFAULT_COLUMN_INDEX_TRUNCATE_LENGTH,
         ParquetProperties.DEFAULT_STATISTICS_TRUNCATE_LENGTH, true);
     file.start();

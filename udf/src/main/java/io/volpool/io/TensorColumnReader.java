@@ -166,20 +166,7 @@ final class TensorColumnReader implements AutoCloseable {
 
   private void readInto(VolumeSink sink, int len) {
     try {
-      ByteBuffer w = sink.window(len);
-      if (w != null) {
-        src.readFully(w);
-        sink.advance(len);
-        return;
-      }
-      byte[] c = src.chunk();
-      int left = len;
-      while (left > 0) {
-        int n = Math.min(c.length, left);
-        src.readFully(c, 0, n);
-        sink.put(ByteBuffer.wrap(c, 0, n));
-        left -= n;
-      }
+      sink.fill(len, src::readFully, src.chunk());
     } catch (IOException e) {
       throw io(e);
     }
@@ -440,14 +427,50 @@ final class TensorColumnReader implements AutoCloseable {
     return b;
   }
 
+  /** Pages up to this size reuse the reader's arrays; larger ones get their own (collected after use). */
+  private static final int REUSE_LIMIT = 16 << 20;
+  private byte[] rawBuf = new byte[0];
+  private byte[] plainBuf = new byte[0];
+
   private ByteBuffer readPage(int compressedSize, int uncompressedSize, boolean maybeCompressed) throws IOException {
-    byte[] raw = readBytes(compressedSize);
-    if (!maybeCompressed || codec == CompressionCodecName.UNCOMPRESSED) {
-      return ByteBuffer.wrap(raw);
+    boolean plain = !maybeCompressed || codec == CompressionCodecName.UNCOMPRESSED;
+    // a dictionary outlives the pages after it: never in the reused arrays
+    boolean reuse = pending.getType() != org.apache.parquet.format.PageType.DICTIONARY_PAGE
+        && compressedSize <= REUSE_LIMIT && uncompressedSize <= REUSE_LIMIT;
+    byte[] raw = reuse ? (rawBuf.length >= compressedSize ? rawBuf : (rawBuf = new byte[compressedSize]))
+        : new byte[compressedSize];
+    src.readFully(raw, 0, compressedSize);
+    if (plain) {
+      return ByteBuffer.wrap(raw, 0, compressedSize).slice();
     }
+    byte[] out = reuse ? (plainBuf.length >= uncompressedSize ? plainBuf : (plainBuf = new byte[uncompressedSize]))
+        : new byte[uncompressedSize];
     try {
-      return codecs.getDecompressor(codec).decompress(BytesInput.from(raw), uncompressedSize).toByteBuffer();
-    } catch (RuntimeException | IOException e) {
+      int n;
+      switch (codec) {
+        case SNAPPY:
+          n = org.xerial.snappy.Snappy.uncompress(raw, 0, compressedSize, out, 0);
+          break;
+        case ZSTD:
+          n = (int) com.github.luben.zstd.Zstd.decompressByteArray(out, 0, uncompressedSize, raw, 0, compressedSize);
+          break;
+        case LZ4_RAW:
+          n = net.jpountz.lz4.LZ4Factory.fastestInstance().safeDecompressor().decompress(raw, 0, compressedSize, out, 0,
+              uncompressedSize);
+          break;
+        default:
+          // other codecs through parquet-hadoop's codec factory
+          return codecs.getDecompressor(codec).decompress(BytesInput.from(raw, 0, compressedSize), uncompressedSize)
+              .toByteBuffer();
+      }
+      if (n != uncompressedSize) {
+        throw corrupt("a " + codec + " page decompressed to " + n + " bytes where its header says " + uncompressedSize);
+      }
+      return ByteBuffer.wrap(out, 0, uncompressedSize).slice();
+    } catch (IOException | RuntimeException e) {
+      if (e instanceof CorruptInputException c) {
+        throw c;
+      }
       throw corrupt("cannot decompress a " + codec + " page: " + e.getMessage());
     }
   }

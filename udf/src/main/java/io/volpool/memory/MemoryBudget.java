@@ -31,16 +31,28 @@ public final class MemoryBudget {
   private static MemoryBudget jvm;
 
   private final long limit;
+  private final String setting;
+  private final String kind;
   private long pages;
   private long batches;
   private long peak;
   private final List<Runnable> evictors = new CopyOnWriteArrayList<>();
 
   public MemoryBudget(long limit) {
+    this(limit, SETTING, "host memory");
+  }
+
+  /**
+   * @param setting the setting that sizes this budget, named in errors
+   * @param kind what the budget counts, e.g. {@code GPU memory of cuda:0}
+   */
+  public MemoryBudget(long limit, String setting, String kind) {
     if (limit <= 0) {
-      throw new IllegalArgumentException(SETTING + " must be positive, got " + limit);
+      throw new IllegalArgumentException(setting + " must be positive, got " + limit);
     }
     this.limit = limit;
+    this.setting = setting;
+    this.kind = kind;
   }
 
   /**
@@ -106,9 +118,10 @@ public final class MemoryBudget {
    */
   public synchronized boolean acquire(long bytes, Use use, boolean mayWait, Supplier<String> what) {
     if (bytes > maxRequest()) {
-      throw new MemoryBudgetException(what.get() + " needs " + mib(bytes) + " of host memory at once, but the memory"
-          + " budget admits at most " + mib(maxRequest()) + " per request (half of " + SETTING + "=" + mib(limit)
-          + "); raise " + SETTING + " (and the executor's memory to match) to at least " + mib(2 * bytes), bytes, limit);
+      throw new MemoryBudgetException(what.get() + " needs " + mib(bytes) + " of " + kind + " at once, but the"
+          + " budget admits at most " + mib(maxRequest()) + " per request (half of " + setting + "=" + mib(limit)
+          + "); raise " + setting + " (and the memory behind it) to at least " + mib(2 * bytes)
+          + ", or lower spark.volpool.batchSize", bytes, limit);
     }
     while (!fits(bytes, use)) {
       for (Runnable e : evictors) {

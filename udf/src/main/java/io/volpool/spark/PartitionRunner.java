@@ -58,7 +58,7 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     }
     TaskState state = TaskState.start(attempt);
     MemoryBudget budget = MemoryBudget.forJvm(spec.budgetBytes());
-    Backend backend = Backends.get(spec.device(), spec.cpuThreads(), spec.gpuStreams(), budget);
+    Backend backend = Backends.get(spec.device(), spec.cpuThreads(), spec.gpuMemoryFraction(), budget);
     int device = deviceOf(tc, backend);
     VolumeInput input = spec.inputFormat().equals("npy")
         ? new NpyVolumeInput(plan.files(), conf.get(), spec.npyMaxHeaderBytes(), state.times)
@@ -119,9 +119,12 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     metrics.bytesOut().add(runner.bytesOut());
     metrics.batches().add(runner.batches());
     long[] ns = new long[Phase.values().length];
+    long timed = 0;
     for (Phase p : Phase.values()) {
       ns[p.ordinal()] = state.times.get(p);
+      timed += ns[p.ordinal()];
     }
+    ns[Phase.OTHER.ordinal()] = Math.max(0, System.nanoTime() - state.started - timed);
     metrics.phaseNanos().add(ns);
     metrics.peakBudgetBytes().add(budget.peak());
     metrics.peakHeapBytes().add(state.peakHeap);

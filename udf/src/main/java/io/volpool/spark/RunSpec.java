@@ -12,14 +12,14 @@ import java.io.Serializable;
  * @param device {@code auto}, {@code cpu} or {@code gpu}
  * @param batchSize volumes per batch; 0 lets the backend choose from the shape (and free device memory)
  * @param cpuThreads threads of the CPU backend per executor JVM (resolved, at least 1)
- * @param gpuStreams batches one GPU runs at once
+ * @param gpuMemoryFraction share of each GPU's free memory that batches may take
  * @param memoryBudget bytes of the executor's memory budget; 0 means half of the executor's heap
  * @param inputFormat {@code parquet} or {@code npy}
  * @param layout the Parquet input layout (null for .npy input)
  * @param npyMaxHeaderBytes the largest .npy header accepted
  * @param outputGap bytes the backend leaves before each output volume (4 for Parquet output, 0 for .npy)
  */
-public record RunSpec(Pipeline pipeline, String device, int batchSize, int cpuThreads, int gpuStreams, long memoryBudget,
+public record RunSpec(Pipeline pipeline, String device, int batchSize, int cpuThreads, double gpuMemoryFraction, long memoryBudget,
     String inputFormat, TensorLayout layout, int npyMaxHeaderBytes, int outputGap) implements Serializable {
 
   /** The executor's budget in bytes: the setting, or half of this JVM's heap. */

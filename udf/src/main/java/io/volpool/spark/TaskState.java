@@ -13,6 +13,7 @@ final class TaskState {
   private static final ConcurrentHashMap<Long, TaskState> BY_ATTEMPT = new ConcurrentHashMap<>();
 
   final PhaseTimes times = new PhaseTimes();
+  final long started = System.nanoTime();
   long volumesWritten;
   long filesWritten;
   long peakHeap;

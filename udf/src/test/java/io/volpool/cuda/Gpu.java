@@ -13,7 +13,7 @@ final class Gpu {
     if (backend == null && unavailable == null) {
       System.setProperty("volpool.cuda.poison", "true");
       try {
-        backend = CudaBackend.create(2);
+        backend = CudaBackend.create(0.5);
         Runtime.getRuntime().addShutdownHook(new Thread(backend::close));
       } catch (CudaUnavailableException | LinkageError e) {
         unavailable = e.getMessage();

@@ -57,7 +57,7 @@ public final class JobSettings {
     avgPool();
     batchSize();
     cpuThreads();
-    gpuStreams();
+    gpuMemoryFraction();
     memoryBudget();
     npyMaxHeaderBytes();
     outputSharedFilesystem();
@@ -239,8 +239,18 @@ public final class JobSettings {
     return integer(VolpoolOptions.CPU_THREADS, 0, 4096);
   }
 
-  public int gpuStreams() {
-    return integer(VolpoolOptions.GPU_STREAMS, 1, 64);
+  public double gpuMemoryFraction() {
+    String v = raw(VolpoolOptions.GPU_MEMORY_FRACTION);
+    double d;
+    try {
+      d = Double.parseDouble(v);
+    } catch (NumberFormatException e) {
+      throw new SettingsException(VolpoolOptions.GPU_MEMORY_FRACTION.key() + " must be a number, got '" + v + "'");
+    }
+    if (!(d > 0.01 && d <= 0.95)) {
+      throw new SettingsException(VolpoolOptions.GPU_MEMORY_FRACTION.key() + " must be between 0.01 and 0.95, got " + v);
+    }
+    return d;
   }
 
   public int npyMaxHeaderBytes() {

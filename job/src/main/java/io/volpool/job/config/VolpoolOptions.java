@@ -58,10 +58,9 @@ public final class VolpoolOptions {
   public static final ConfKey CPU_THREADS = new ConfKey(PREFIX + "cpu.threads", "0",
       "Threads of the CPU backend's shared pool per executor JVM; 0 = the executor's cores (`local[N]`: N;"
           + " a cluster: `spark.executor.cores`, else the host's cores).");
-  public static final ConfKey GPU_STREAMS = new ConfKey(PREFIX + "gpu.streams", "4",
-      "Batches one GPU runs at once, each on its own CUDA stream with its own device buffers. A task holds a stream"
-          + " only for its batch's copies and kernels, never while reading or writing; free GPU memory for batches is"
-          + " split between the streams.");
+  public static final ConfKey GPU_MEMORY_FRACTION = new ConfKey(PREFIX + "gpu.memoryFraction", "0.6",
+      "Share of each GPU's free memory (when the executor first uses it) that batches may take: each batch in flight"
+          + " holds its own device buffers and CUDA stream, and tasks wait for device memory instead of failing.");
   public static final ConfKey MEMORY_BUDGET = new ConfKey(PREFIX + "memory.budget", "auto",
       "Host memory per executor for volume data in flight (batch buffers, pinned on the GPU; input pages that cannot"
           + " be streamed), e.g. `6g`; tasks wait for room. `auto`: half of the executor's heap. One request (a batch,"
@@ -76,11 +75,12 @@ public final class VolpoolOptions {
   public static final List<ConfKey> ALL = List.of(INPUT, INPUT_FORMAT, INPUT_TENSOR_COLUMN, INPUT_TENSOR_SHAPE, OUTPUT,
       OUTPUT_FORMAT, OUTPUT_COMPRESSION, MODE, PIPELINE, FUSED_WEIGHTS, FUSED_STRIDE, FUSED_PADDING, FUSED_OUTPUT_PADDING, FUSED_POOL_KERNEL,
       AVGPOOL_KERNEL, AVGPOOL_STRIDE, AVGPOOL_PADDING, AVGPOOL_CEIL, AVGPOOL_COUNT_PAD, DEVICE, BATCH_SIZE, CPU_THREADS,
-      GPU_STREAMS, MEMORY_BUDGET, NPY_MAX_HEADER, OUTPUT_SHARED_FS);
+      GPU_MEMORY_FRACTION, MEMORY_BUDGET, NPY_MAX_HEADER, OUTPUT_SHARED_FS);
 
   /** Keys of earlier versions, with what replaced them (named in the error a stale key gets). */
   public static final java.util.Map<String, String> RENAMED = java.util.Map.of(
-      PREFIX + "gpu.tasksPerDevice", GPU_STREAMS.key() + " (a task now holds the GPU only for its copies and kernels)");
+      PREFIX + "gpu.tasksPerDevice", GPU_MEMORY_FRACTION.key() + " (a task no longer holds the GPU for its whole"
+          + " partition; batches share the device, bounded by its memory)");
 
   /** The README's settings table. */
   public static String markdownTable() {

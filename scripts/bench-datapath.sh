@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The data-path benchmark of the whole job on the GPU machine (issue 6), in one call, beside its anchors:
+# Spark's own Parquet read/copy of the same files (SparkCeiling), raw pages to pinned memory and the GPU
+# (PinnedRead), and pyarrow + PyTorch on 512 MiB volumes (large_volume_anchor.py). Datasets on /dev/shm,
+# and the reference set once on local disk. Runs after scripts/device-gpu-run.sh has the staged runtime.
+# Writes $OUT/datapath.log and $OUT/summaries.jsonl (one run summary per line). See docs/benchmarks.md.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+J=/tmp/stage/jre/bin/java
+. "$(dirname "$0")/lib/java-opens.sh"
+CP="$(ls /tmp/stage/lib/*.jar | grep -v -e console-standalone -e -tests.jar | tr '\n' ':')"
+LOG="$OUT/datapath.log"
+SUM="$OUT/summaries.jsonl"
+VOLS=${VOLS:-32768}
+BIG=${BIG:-16}
+log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
+
+# one volpool run: NAME INPUT OUTPUT PIPELINE DEVICE [HEAP] [more --conf args]
+job() {
+  local name=$1 in=$2 out=$3 pipe=$4 dev=$5 heap=${6:-8g}; shift 6
+  rm -rf "$out"
+  log "volpool $name"
+  "$J" -Xmx$heap $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" io.volpool.job.VolpoolMain \
+    --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" --conf spark.volpool.output="$out" \
+    --conf spark.volpool.pipeline="$pipe" --conf spark.volpool.device="$dev" \
+    --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors "$@" >>"$LOG" 2>&1
+  local rc=$?
+  if [ -f "$out/_volpool_summary.json" ]; then
+    python3 -c "import json,sys; d=json.load(open('$out/_volpool_summary.json')); d.pop('settings',None); d['run']='$name'; print(json.dumps(d))" >>"$SUM"
+    python3 -c "import json; d=json.load(open('$out/_volpool_summary.json')); print('   ', '$name', d['rows_in'], 'vol', d['wall_seconds'], 's', d['volumes_per_second'], 'vol/s', d['gb_per_second_in'], 'GB/s in', {k:v for k,v in d['phase_seconds_summed_over_tasks'].items() if v})" | tee -a "$LOG"
+  else
+    echo "    $name FAILED rc=$rc: $(grep -a 'volpool: FAILED' "$LOG" | tail -1)" | tee -a "$LOG"
+  fi
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g | head -2; df -h /dev/shm /tmp | tail -2; date -u; } >>"$LOG" 2>&1
+log "datasets ($VOLS reference volumes, 64 files, row groups of 128, pyarrow)"
+python3 scripts/bench-data.py /dev/shm/ref-snappy "$VOLS" 64 --compression snappy >>"$LOG" 2>&1
+python3 scripts/bench-data.py /dev/shm/ref-zstd "$VOLS" 64 --compression zstd >>"$LOG" 2>&1
+python3 scripts/bench-data.py /dev/shm/ref-none "$VOLS" 64 --compression none --no-dictionary >>"$LOG" 2>&1
+du -sh /dev/shm/ref-* >>"$LOG"
+
+log "anchors: SparkCeiling (Spark's own read and copy of ref-snappy)"
+"$J" -Xmx48g $JAVA_OPENS -cp ".stage/bench:$CP" SparkCeiling /dev/shm/ref-snappy /dev/shm/ceiling "local[16]" 2>&1 \
+  | grep -E "read_only|copy" | tee -a "$LOG"
+rm -rf /dev/shm/ceiling-*
+log "anchors: PinnedRead (raw data pages to pinned memory and the GPU, no Spark), 16 threads"
+"$J" -Xmx48g -cp ".stage/bench:$CP" PinnedRead /dev/shm/ref-snappy 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
+
+job gpu-pipeline-snappy /dev/shm/ref-snappy /dev/shm/o1 fused,avgpool3d gpu 8g
+job gpu-pipeline-snappy-2 /dev/shm/ref-snappy /dev/shm/o1 fused,avgpool3d gpu 8g
+job gpu-identity-snappy /dev/shm/ref-snappy /dev/shm/o1 identity gpu 8g
+job gpu-pipeline-zstd /dev/shm/ref-zstd /dev/shm/o1 fused,avgpool3d gpu 8g
+job gpu-pipeline-uncompressed /dev/shm/ref-none /dev/shm/o1 fused,avgpool3d gpu 8g
+job cpu-pipeline-snappy /dev/shm/ref-snappy /dev/shm/o1 fused,avgpool3d cpu 8g
+rm -rf /dev/shm/o1
+log "reference set on local disk (page cache dropped when allowed)"
+rm -rf /tmp/ref-disk; cp -r /dev/shm/ref-snappy /tmp/ref-disk; sync
+(echo 3 > /proc/sys/vm/drop_caches) 2>>"$LOG" && echo "    page cache dropped" | tee -a "$LOG"
+job gpu-pipeline-snappy-disk /tmp/ref-disk /tmp/o-disk fused,avgpool3d gpu 8g
+rm -rf /tmp/o-disk /tmp/ref-disk /dev/shm/ref-zstd /dev/shm/ref-none
+
+log "large volumes: $BIG x [32,128,128,256] (512 MiB each), pyarrow uncompressed"
+python3 .stage/large_volume_anchor.py gen /dev/shm/big "$BIG" >>"$LOG" 2>&1
+python3 .stage/large_volume_anchor.py torch /dev/shm/big /dev/shm/big-torch 2>&1 | tee -a "$LOG"
+rm -rf /dev/shm/big-torch
+job gpu-avgpool-big /dev/shm/big /dev/shm/big-out avgpool3d gpu 8g
+python3 .stage/large_volume_anchor.py check /dev/shm/big /dev/shm/big-out 2>&1 | tail -1 | tee -a "$LOG"
+job gpu-avgpool-big-2 /dev/shm/big /dev/shm/big-out avgpool3d gpu 8g
+rm -rf /dev/shm/big-out
+log "done"
