@@ -176,4 +176,54 @@ class JobEndToEndTest {
     assertThat(out.resolve("precious.txt")).doesNotExist();
     assertMatchesExpected(out);
   }
+
+  @org.junit.jupiter.params.ParameterizedTest(name = "{0}, parquet writer {1}")
+  @org.junit.jupiter.params.provider.CsvSource({"snappy,v1", "zstd,v1", "gzip,v1", "lz4_raw,v1", "snappy,v2", "none,v2"})
+  void everyCodecAndPageVersionSparkWritesIsRead(String codec, String version, @TempDir Path tmp) {
+    Path src = tmp.resolve("src");
+    SparkTests.spark().sparkContext().hadoopConfiguration().set("parquet.writer.version", version.equals("v2") ? "v2" : "v1");
+    try {
+      SparkTests.spark().read().parquet(SEED.dir().resolve("volumes_binary.parquet").toString()).repartition(1)
+          .write().option("compression", codec).parquet(src.toString());
+    } finally {
+      SparkTests.spark().sparkContext().hadoopConfiguration().unset("parquet.writer.version");
+    }
+    Path out = tmp.resolve("out");
+    SparkTests.Result r = SparkTests.run(seedConf(src, "parquet", out));
+    assertThat(r.code()).as(r.err()).isZero();
+    assertMatchesExpected(out);
+  }
+
+  @Test
+  void nestedAndNullPassThroughColumnsArriveUnchanged(@TempDir Path tmp) {
+    Path src = tmp.resolve("src");
+    SparkTests.spark().read().parquet(SEED.dir().resolve("volumes_binary.parquet").toString())
+        .withColumn("meta", functions.struct(functions.lit(7).as("site"),
+            functions.array(functions.lit("a"), functions.lit(null).cast("string")).as("tags")))
+        .withColumn("scores", functions.map(functions.lit("q"), functions.lit(0.5)))
+        .withColumn("maybe", functions.when(functions.col("id").endsWith("0"), functions.lit(1L)))
+        .write().parquet(src.toString());
+    Path out = tmp.resolve("out");
+    SparkTests.Result r = SparkTests.run(SparkTests.conf("input", src.toString(), "output", out.toString(),
+        "pipeline", "identity"));
+    assertThat(r.code()).as(r.err()).isZero();
+    Dataset<Row> in = SparkTests.spark().read().parquet(src.toString()).drop("shape", "dtype", "data");
+    Dataset<Row> got = SparkTests.spark().read().parquet(out.toString()).drop("shape", "dtype", "data");
+    assertThat(got.schema()).isEqualTo(in.schema());
+    assertThat(got.orderBy("id").collectAsList()).isEqualTo(in.orderBy("id").collectAsList());
+    assertThat(got.filter("maybe is null").count()).as("nulls stay null").isPositive();
+  }
+
+  @Test
+  void theSummaryShowsWhereTheTimeWent(@TempDir Path tmp) throws Exception {
+    Path out = tmp.resolve("out");
+    SparkTests.Result r = SparkTests.run(seedConf(SEED.dir().resolve("volumes_binary.parquet"), "parquet", out));
+    assertThat(r.code()).as(r.err()).isZero();
+    JsonNode phases = new ObjectMapper().readTree(out.resolve(VolpoolJob.SUMMARY_FILE).toFile())
+        .get("phase_seconds_summed_over_tasks");
+    for (String p : List.of("read", "kernels", "encode", "write", "commit")) {
+      assertThat(phases.get(p).asDouble()).as(p).isPositive();
+    }
+    assertThat(r.out()).contains("time by phase (summed over tasks):").contains("kernels");
+  }
 }

@@ -1,0 +1,91 @@
+package io.volpool.memory;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/** The budget's rules: requests above half fail at once, pages never take more than half, waiters wake on release. */
+class MemoryBudgetTest {
+  @Test
+  void aRequestAboveHalfTheLimitFailsNamingTheSetting() {
+    MemoryBudget b = new MemoryBudget(1000);
+    assertThatThrownBy(() -> b.acquire(501, MemoryBudget.Use.BATCHES, true, () -> "volume v7"))
+        .isInstanceOf(MemoryBudgetException.class)
+        .hasMessageContaining("volume v7 needs 0.0 MiB").hasMessageContaining("spark.volpool.memory.budget")
+        .hasMessageContaining("at most");
+    assertThat(b.acquire(500, MemoryBudget.Use.BATCHES, false, () -> "x")).isTrue();
+  }
+
+  @Test
+  void pagesTakeAtMostHalfSoBatchesAlwaysGetTheOtherHalf() {
+    MemoryBudget b = new MemoryBudget(1000);
+    assertThat(b.acquire(300, MemoryBudget.Use.PAGES, false, () -> "p")).isTrue();
+    assertThat(b.acquire(200, MemoryBudget.Use.PAGES, false, () -> "p")).isTrue();
+    assertThat(b.acquire(1, MemoryBudget.Use.PAGES, false, () -> "p")).as("pages at half").isFalse();
+    assertThat(b.acquire(500, MemoryBudget.Use.BATCHES, false, () -> "b")).isTrue();
+    assertThat(b.acquire(1, MemoryBudget.Use.BATCHES, false, () -> "b")).isFalse();
+    assertThat(b.used()).isEqualTo(1000);
+    assertThat(b.peak()).isEqualTo(1000);
+    b.release(500, MemoryBudget.Use.PAGES);
+    assertThat(b.used()).isEqualTo(500);
+    assertThatThrownBy(() -> b.release(1, MemoryBudget.Use.PAGES)).isInstanceOf(IllegalStateException.class);
+  }
+
+  @Test
+  void aWaiterProceedsWhenAnotherReleases() throws Exception {
+    MemoryBudget b = new MemoryBudget(1000);
+    b.acquire(500, MemoryBudget.Use.BATCHES, true, () -> "a");
+    b.acquire(400, MemoryBudget.Use.BATCHES, true, () -> "a");
+    CountDownLatch got = new CountDownLatch(1);
+    Thread t = new Thread(() -> {
+      b.acquire(300, MemoryBudget.Use.BATCHES, true, () -> "b");
+      got.countDown();
+    });
+    t.start();
+    assertThat(got.await(300, TimeUnit.MILLISECONDS)).as("must wait while 900 of 1000 are held").isFalse();
+    b.release(400, MemoryBudget.Use.BATCHES);
+    assertThat(got.await(5, TimeUnit.SECONDS)).isTrue();
+    t.join();
+  }
+
+  @Test
+  void idleBuffersOfAPoolAreDroppedWhenARequestFindsNoRoom() {
+    MemoryBudget b = new MemoryBudget(1000);
+    AtomicInteger freed = new AtomicInteger();
+    BufferPool<Long, byte[]> pool = new BufferPool<>(b, new BufferPool.Allocator<>() {
+      @Override
+      public long bytes(Long key) {
+        return key;
+      }
+
+      @Override
+      public byte[] allocate(Long key) {
+        return new byte[key.intValue()];
+      }
+
+      @Override
+      public void free(byte[] buffer) {
+        freed.incrementAndGet();
+      }
+    });
+    byte[] a = pool.take(400L, false, () -> "a");
+    byte[] c = pool.take(400L, false, () -> "c");
+    pool.give(400L, a);
+    assertThat(pool.take(400L, false, () -> "again")).as("reused, not reallocated").isSameAs(a);
+    pool.give(400L, a);
+    pool.give(400L, c);
+    assertThat(b.used()).as("idle buffers still count").isEqualTo(800);
+    assertThat(pool.take(300L, false, () -> "other size")).isNotNull();
+    assertThat(freed.get()).as("idle 400-byte buffers dropped for the 300-byte one").isEqualTo(2);
+    assertThat(b.used()).isEqualTo(300);
+    AtomicBoolean closed = new AtomicBoolean();
+    pool.close();
+    closed.set(true);
+    assertThat(closed).isTrue();
+  }
+}

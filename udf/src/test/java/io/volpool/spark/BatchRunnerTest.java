@@ -1,0 +1,209 @@
+package io.volpool.spark;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.volpool.backend.PhaseTimes;
+import io.volpool.backend.VolumeSink;
+import io.volpool.cpu.CpuBackend;
+import io.volpool.io.PageGate;
+import io.volpool.io.VolumeInput;
+import io.volpool.io.VolumeSource;
+import io.volpool.memory.MemoryBudget;
+import io.volpool.memory.MemoryBudgetException;
+import io.volpool.op.AvgPool3dSpec;
+import io.volpool.op.Pipeline;
+import io.volpool.op.VolumeShape;
+import io.volpool.testing.RandomData;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The task engine on the CPU backend with in-memory inputs: results in input order across shape
+ * changes, every volume exactly as the backend computes it alone, and no deadlock when many
+ * runners share a budget that holds only a couple of batches while their readers ask for pages.
+ */
+class BatchRunnerTest {
+  static final Pipeline POOL = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
+
+  /** Volumes in memory; each may ask its gate for page memory before it is returned, like a compressed page. */
+  static final class Input implements VolumeInput {
+    final List<VolumeShape> shapes;
+    final List<float[]> data;
+    final long pageBytes;
+    int next;
+    long held;
+    PageGate heldBy;
+    int refusals;
+
+    Input(List<VolumeShape> shapes, List<float[]> data, long pageBytes) {
+      this.shapes = shapes;
+      this.data = data;
+      this.pageBytes = pageBytes;
+    }
+
+    @Override
+    public VolumeSource next(PageGate gate) {
+      if (held > 0) {
+        heldBy.release(held);
+        held = 0;
+      }
+      if (next >= shapes.size()) {
+        return null;
+      }
+      if (pageBytes > 0) {
+        if (!gate.acquire(pageBytes, "page of volume " + next)) {
+          refusals++;
+          throw new PageGate.Refused();
+        }
+        held = pageBytes;
+        heldBy = gate;
+      }
+      int i = next++;
+      return new VolumeSource() {
+        @Override
+        public String record() {
+          return "v" + i;
+        }
+
+        @Override
+        public VolumeShape shape() {
+          return shapes.get(i);
+        }
+
+        @Override
+        public void copyTo(VolumeSink dst) {
+          ByteBuffer b = ByteBuffer.allocate(data.get(i).length * 4).order(ByteOrder.LITTLE_ENDIAN);
+          b.asFloatBuffer().put(data.get(i));
+          dst.put(b);
+        }
+      };
+    }
+
+    @Override
+    public long volumes() {
+      return next;
+    }
+
+    @Override
+    public void close() {
+      if (held > 0) {
+        heldBy.release(held);
+        held = 0;
+      }
+    }
+  }
+
+  static Input input(List<VolumeShape> shapes, long seed, long pageBytes) {
+    SplittableRandom r = new SplittableRandom(seed);
+    List<float[]> data = new ArrayList<>();
+    for (VolumeShape s : shapes) {
+      data.add(RandomData.uniform(r, s.numel(), -1, 1));
+    }
+    return new Input(shapes, data, pageBytes);
+  }
+
+  /** Runs the input through a runner and returns each volume's output, in the order they came back. */
+  static List<float[]> run(Input in, CpuBackend cpu, MemoryBudget budget, int batch) {
+    List<float[]> out = new ArrayList<>();
+    RunSpec spec = new RunSpec(POOL, "cpu", batch, 1, 0.5, budget.limit(), "parquet", null, 10000, 4);
+    try (BatchRunner r = new BatchRunner(in, cpu, 0, spec, 4, budget, new PhaseTimes(), "test")) {
+      BatchRunner.Finished f;
+      while ((f = r.next()) != null) {
+        assertThat(f.items().size()).isBetween(1, batch);
+        for (int i = 0; i < f.items().size(); i++) {
+          float[] y = new float[(int) f.outShape().numel()];
+          f.output().slice((int) f.offsets()[i], (int) f.outShape().bytes()).order(ByteOrder.LITTLE_ENDIAN)
+              .asFloatBuffer().get(y);
+          out.add(y);
+        }
+      }
+    }
+    return out;
+  }
+
+  @Test
+  void resultsComeBackInInputOrderAcrossShapeChanges() {
+    VolumeShape a = new VolumeShape(2, 5, 6, 7);
+    VolumeShape b = new VolumeShape(1, 3, 4, 8);
+    List<VolumeShape> shapes = List.of(a, a, a, b, a, b, b, b, b, a);
+    Input in = input(shapes, 1, 0);
+    MemoryBudget budget = new MemoryBudget(64L << 20);
+    try (CpuBackend cpu = CpuBackend.fast(2, budget)) {
+      List<float[]> got = run(in, cpu, budget, 3);
+      assertThat(got).hasSize(shapes.size());
+      for (int i = 0; i < shapes.size(); i++) {
+        assertThat(got.get(i)).as("volume %d", i).containsExactly(cpu.run(POOL, shapes.get(i), in.data.get(i), 1));
+      }
+    }
+    assertThat(budget.used()).as("every batch given back").isZero();
+  }
+
+  @Test
+  void aBudgetForOneBatchStillFinishes() {
+    VolumeShape s = new VolumeShape(4, 8, 8, 8);
+    List<VolumeShape> shapes = new ArrayList<>();
+    for (int i = 0; i < 17; i++) {
+      shapes.add(s);
+    }
+    Input in = input(shapes, 2, 0);
+    // batches of 4 volumes hold 4 x (8 KiB in + 1 KiB out floats + 1 KiB out bytes); two would not fit
+    MemoryBudget budget = new MemoryBudget(2 * (4 * (8192 + 1024 + 1028) + 64));
+    try (CpuBackend cpu = CpuBackend.fast(1, budget)) {
+      assertThat(run(in, cpu, budget, 4)).hasSize(17);
+    }
+  }
+
+  @Test
+  void manyRunnersSharingATightBudgetWithPagesNeverDeadlock() throws Exception {
+    VolumeShape s = new VolumeShape(4, 8, 8, 8);
+    MemoryBudget budget = new MemoryBudget(8 * (3 * (8192 + 1024 + 1028)) + 4 * 8192);
+    try (CpuBackend cpu = CpuBackend.fast(2, budget)) {
+      ExecutorService pool = Executors.newFixedThreadPool(8);
+      List<Future<Integer>> fs = new ArrayList<>();
+      List<Input> inputs = new ArrayList<>();
+      for (int t = 0; t < 8; t++) {
+        List<VolumeShape> shapes = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+          shapes.add(s);
+        }
+        Input in = input(shapes, 10 + t, 8192);
+        inputs.add(in);
+        fs.add(pool.submit(() -> {
+          List<float[]> got = run(in, cpu, budget, 3);
+          for (int i = 0; i < got.size(); i++) {
+            assertThat(got.get(i)).containsExactly(cpu.run(POOL, s, in.data.get(i), 1));
+          }
+          return got.size();
+        }));
+      }
+      for (Future<Integer> f : fs) {
+        assertThat(f.get(120, TimeUnit.SECONDS)).isEqualTo(40);
+      }
+      pool.shutdown();
+      assertThat(inputs.stream().mapToInt(i -> i.refusals).sum()).as("the page gate refused while batches were held")
+          .isPositive();
+    }
+    assertThat(budget.used()).isZero();
+  }
+
+  @Test
+  void aVolumeLargerThanTheBudgetIsNamed() {
+    VolumeShape s = new VolumeShape(4, 16, 16, 16);
+    MemoryBudget budget = new MemoryBudget(40_000);
+    try (CpuBackend cpu = CpuBackend.fast(1, budget)) {
+      assertThatThrownBy(() -> run(input(List.of(s), 3, 0), cpu, budget, 1))
+          .isInstanceOf(MemoryBudgetException.class)
+          .hasMessageStartingWith("volume v0 [4, 16, 16, 16] (0.1 MiB): a CPU batch of 1 volumes")
+          .hasMessageContaining("spark.volpool.memory.budget");
+    }
+  }
+}
