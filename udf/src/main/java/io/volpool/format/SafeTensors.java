@@ -23,7 +23,8 @@ public final class SafeTensors {
   public static final long MAX_HEADER_BYTES = 100L * 1024 * 1024;
 
   private static final ObjectMapper JSON =
-      new ObjectMapper().enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
+      new ObjectMapper().enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
+          .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
   /** One tensor: its shape and its values in C order. */
   public record Tensor(long[] shape, float[] values) {
@@ -60,9 +61,20 @@ public final class SafeTensors {
     if (8 + headerLen > bytes.length) {
       throw err(name, "header length " + headerLen + " runs past the end of the file (" + bytes.length + " bytes)");
     }
+    String header;
+    try {
+      header = StandardCharsets.UTF_8.newDecoder().onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+          .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(bytes, 8, (int) headerLen)).toString();
+    } catch (java.nio.charset.CharacterCodingException e) {
+      throw err(name, "header is not valid UTF-8");
+    }
+    if (!header.startsWith("{")) {
+      throw err(name, "header does not start with '{'");
+    }
     JsonNode root;
     try {
-      root = JSON.readTree(new String(bytes, 8, (int) headerLen, StandardCharsets.UTF_8));
+      root = JSON.readTree(header);
     } catch (JsonProcessingException e) {
       String m = e.getOriginalMessage();
       if (m != null && m.startsWith("Duplicate field")) {
@@ -77,28 +89,68 @@ public final class SafeTensors {
     long dataLen = bytes.length - dataStart;
     Map<String, Tensor> tensors = new LinkedHashMap<>();
     Map<String, String> metadata = new TreeMap<>();
+    java.util.List<long[]> ranges = new java.util.ArrayList<>();
+    java.util.List<String> rangeKeys = new java.util.ArrayList<>();
     for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> e = it.next();
       String key = e.getKey();
       JsonNode v = e.getValue();
       if (key.equals("__metadata__")) {
-        v.fields().forEachRemaining(m -> metadata.put(m.getKey(), m.getValue().asText()));
+        if (!v.isObject()) {
+          throw err(name, "__metadata__ must be an object of strings, got " + v.getNodeType());
+        }
+        for (Iterator<Map.Entry<String, JsonNode>> m = v.fields(); m.hasNext(); ) {
+          Map.Entry<String, JsonNode> me = m.next();
+          if (!me.getValue().isTextual()) {
+            throw err(name, "__metadata__ value of '" + me.getKey() + "' must be a string, got " + me.getValue());
+          }
+          metadata.put(me.getKey(), me.getValue().asText());
+        }
         continue;
       }
-      tensors.put(key, tensor(bytes, dataStart, dataLen, key, v, name));
+      if (!v.isObject()) {
+        throw err(name, "tensor '" + key + "' must be an object with dtype, shape and data_offsets");
+      }
+      long[] range = new long[2];
+      tensors.put(key, tensor(bytes, dataStart, dataLen, key, v, name, range));
+      ranges.add(range);
+      rangeKeys.add(key);
+    }
+    // as the reference implementation: sorted by offset, the tensors tile the data section exactly
+    Integer[] order = new Integer[ranges.size()];
+    for (int i = 0; i < order.length; i++) {
+      order[i] = i;
+    }
+    Arrays.sort(order, (a, b) -> Long.compare(ranges.get(a)[0], ranges.get(b)[0]) != 0
+        ? Long.compare(ranges.get(a)[0], ranges.get(b)[0]) : Long.compare(ranges.get(a)[1], ranges.get(b)[1]));
+    long at = 0;
+    for (int i : order) {
+      long[] r = ranges.get(i);
+      if (r[0] != at) {
+        throw err(name, "tensor '" + rangeKeys.get(i) + "' starts at byte " + r[0] + " of the data section where the"
+            + " tensors before it end at " + at + " (" + (r[0] < at ? "overlapping" : "a gap") + ")");
+      }
+      at = r[1];
+    }
+    if (at != dataLen) {
+      throw err(name, "the tensors cover " + at + " bytes of the " + dataLen + "-byte data section"
+          + " (trailing bytes or a truncated tensor)");
     }
     return new SafeTensors(name, tensors, metadata);
   }
 
-  private static Tensor tensor(byte[] bytes, long dataStart, long dataLen, String key, JsonNode v, String name) {
-    String dtype = v.path("dtype").asText("");
+  private static Tensor tensor(byte[] bytes, long dataStart, long dataLen, String key, JsonNode v, String name,
+      long[] range) {
+    JsonNode dt = v.path("dtype");
+    String dtype = dt.isTextual() ? dt.asText() : "";
     int item;
     switch (dtype) {
       case "F32": item = 4; break;
       case "F64": item = 8; break;
       case "F16": case "BF16": item = 2; break;
       default:
-        throw err(name, "tensor '" + key + "' has dtype '" + dtype + "'; supported: F32, F64, F16, BF16");
+        throw err(name, "tensor '" + key + "' has dtype '" + (dt.isMissingNode() ? "" : dt.isTextual() ? dtype : dt)
+            + "'; supported: F32, F64, F16, BF16");
     }
     JsonNode shapeNode = v.path("shape");
     JsonNode offs = v.path("data_offsets");
@@ -108,25 +160,43 @@ public final class SafeTensors {
     long[] shape = new long[shapeNode.size()];
     long numel = 1;
     for (int i = 0; i < shape.length; i++) {
-      if (!shapeNode.get(i).canConvertToLong() || shapeNode.get(i).asLong() < 0) {
-        throw err(name, "tensor '" + key + "' has shape entry '" + shapeNode.get(i) + "', not a non-negative integer");
+      JsonNode d = shapeNode.get(i);
+      if (!d.isIntegralNumber() || !d.canConvertToLong() || d.asLong() < 0) {
+        throw err(name, "tensor '" + key + "' has shape entry '" + d + "', not a non-negative integer");
       }
-      shape[i] = shapeNode.get(i).asLong();
-      numel = Math.multiplyExact(numel, shape[i]);
+      shape[i] = d.asLong();
+      try {
+        numel = Math.multiplyExact(numel, shape[i]);
+      } catch (ArithmeticException e) {
+        throw err(name, "tensor '" + key + "' has shape " + shapeNode + " whose element count overflows 64 bits");
+      }
     }
-    long begin = offs.get(0).asLong(-1);
-    long end = offs.get(1).asLong(-1);
-    if (begin < 0 || end < begin || end > dataLen) {
+    for (int i = 0; i < 2; i++) {
+      if (!offs.get(i).isIntegralNumber() || !offs.get(i).canConvertToLong() || offs.get(i).asLong() < 0) {
+        throw err(name, "tensor '" + key + "' has data_offsets " + offs + ", not two non-negative integers");
+      }
+    }
+    long begin = offs.get(0).asLong();
+    long end = offs.get(1).asLong();
+    if (end < begin || end > dataLen) {
       throw err(name, "tensor '" + key + "' has data_offsets [" + begin + ", " + end
           + "] outside the " + dataLen + "-byte data section");
     }
-    if (end - begin != numel * item) {
+    long need;
+    try {
+      need = Math.multiplyExact(numel, (long) item);
+    } catch (ArithmeticException e) {
+      throw err(name, "tensor '" + key + "' has shape " + Arrays.toString(shape) + " whose byte size overflows 64 bits");
+    }
+    if (end - begin != need) {
       throw err(name, "tensor '" + key + "' has " + (end - begin) + " bytes but shape "
-          + Arrays.toString(shape) + " of " + dtype + " needs " + numel * item);
+          + Arrays.toString(shape) + " of " + dtype + " needs " + need);
     }
     if (numel > Integer.MAX_VALUE) {
       throw err(name, "tensor '" + key + "' has " + numel + " elements, more than a weight tensor may hold");
     }
+    range[0] = begin;
+    range[1] = end;
     ByteBuffer d = ByteBuffer.wrap(bytes, (int) (dataStart + begin), (int) (end - begin)).slice()
         .order(ByteOrder.LITTLE_ENDIAN);
     float[] out = new float[(int) numel];

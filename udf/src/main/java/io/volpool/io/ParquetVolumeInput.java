@@ -59,6 +59,7 @@ public final class ParquetVolumeInput implements VolumeInput {
   private boolean pendingRowRead;
   private long volumes;
   private PageGate gate = PageGate.UNLIMITED;
+  private Row last;
 
   public ParquetVolumeInput(List<ParquetSplit> splits, TensorLayout layout, Configuration conf, PhaseTimes times) {
     this.splits = splits;
@@ -77,6 +78,7 @@ public final class ParquetVolumeInput implements VolumeInput {
     private final ParquetSplit from;
     private VolumeShape shape;
     private int dataLength = -1;
+    private boolean consumed;
 
     Row(Group group, String record, ParquetSplit from) {
       this.group = group;
@@ -132,6 +134,7 @@ public final class ParquetVolumeInput implements VolumeInput {
       }
       if (!tensor.isValue()) {
         tensor.skipNull();
+        consumed = true;
         throw new BadRecordException(record, "data is null");
       }
       long want;
@@ -152,6 +155,7 @@ public final class ParquetVolumeInput implements VolumeInput {
     @Override
     public void copyTo(VolumeSink dst) {
       VolumeShape s = shape();
+      consumed = true;
       if (layout.isBinary()) {
         tensor.copyBinary(dst);
       } else {
@@ -167,6 +171,11 @@ public final class ParquetVolumeInput implements VolumeInput {
   @Override
   public VolumeSource next(PageGate gate) {
     this.gate = gate;
+    if (last != null && !last.consumed) {
+      // the last row was rejected or skipped before its tensor was read: step over it
+      last.consumed = true;
+      tensor.skipRow(gate);
+    }
     while (true) {
       if (!pendingRowRead) {
         if (!advanceRow()) {
@@ -184,7 +193,8 @@ public final class ParquetVolumeInput implements VolumeInput {
       volumes++;
       String id = RowValues.id(pendingRow);
       String rec = id != null ? "id=" + id : "row " + rowInFile + " of " + split.path();
-      return new Row(pendingRow, rec, split);
+      last = new Row(pendingRow, rec, split);
+      return last;
     }
   }
 

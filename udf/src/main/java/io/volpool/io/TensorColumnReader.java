@@ -121,6 +121,46 @@ final class TensorColumnReader implements AutoCloseable {
     idx++;
   }
 
+  /**
+   * Passes over the rest of the current row without copying it (a row rejected before its tensor
+   * was read), so the next row starts where it should.
+   */
+  void skipRow(PageGate gate) {
+    boolean first = true;
+    while (true) {
+      if (!ensure(gate, true)) {
+        return;
+      }
+      if (!first && repetition() == 0) {
+        return;
+      }
+      first = false;
+      if (!isValue()) {
+        idx++;
+      } else if (maxRep == 0) {
+        int len = binaryLength();
+        if (stream) {
+          src.seek(src.pos() + len);
+        }
+        peekedLength = -1;
+        peekedBinary = null;
+        idx++;
+      } else if (stream) {
+        src.seek(src.pos() + Float.BYTES);
+        idx++;
+      } else {
+        values.readFloat();
+        idx++;
+      }
+      if (idx >= count && chunkValuesLeft <= 0) {
+        return;
+      }
+      if (maxRep == 0) {
+        return;
+      }
+    }
+  }
+
   /** The byte length of the binary value at the current entry (read once, then cached). */
   int binaryLength() {
     if (stream) {

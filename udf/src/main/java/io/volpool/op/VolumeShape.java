@@ -6,8 +6,9 @@ import java.io.Serializable;
 public record VolumeShape(int c, int d, int h, int w) implements Serializable {
   public VolumeShape {
     if (c <= 0 || d <= 0 || h <= 0 || w <= 0) {
+      // the fields are not assigned yet in a compact constructor: name the parameters
       throw new IllegalArgumentException(
-          "volume shape must have four positive dimensions [C, D, H, W], got " + this);
+          "volume shape must have four positive dimensions [C, D, H, W], got [" + c + ", " + d + ", " + h + ", " + w + "]");
     }
   }
 

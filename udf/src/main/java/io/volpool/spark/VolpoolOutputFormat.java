@@ -98,7 +98,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
           ParquetBatchWriter w = parquet.get(folder);
           if (w == null) {
             long t0 = System.nanoTime();
-            w = new ParquetBatchWriter(folder.isEmpty() ? new Path(work, file) : new Path(new Path(work, folder), file),
+            w = new ParquetBatchWriter(folder.isEmpty() ? new Path(work, file) : new Path(new Path(work, new Path(null, null, folder)), file),
                 spec, conf, state.times);
             state.times.add(Phase.WRITE, System.nanoTime() - t0);
             parquet.put(folder, w);

@@ -1,51 +1,197 @@
 package io.volpool.job.io;
 
+import io.volpool.job.config.SettingsException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.Properties;
 import java.util.UUID;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The job writes into a hidden staging directory beside the output ({@code .NAME.volpool-staging-UUID})
- * and renames it to the output only after every task succeeded, so a failed job never leaves
- * something that looks like a complete output. With mode {@code overwrite} the old output is
- * deleted just before the rename. Owns the staging directory until {@link #commit} or {@link #abort}.
+ * The job writes into a hidden staging folder beside the output ({@code .NAME.volpool-staging-ID})
+ * and renames it to the output only after every task succeeded and the output was checked, so a
+ * failed or killed job never leaves something that looks like a complete output.
+ *
+ * <p>Beside the staging folder an owner file ({@code .NAME.volpool-staging-ID.owner}) names the
+ * host, process and start of the run, and the running driver touches it every 30 s. A later run on
+ * the same output removes the staging folders of dead runs (same host and the process is gone, or
+ * no heartbeat for {@link #STALE_MILLIS}) and never those of live ones. The final delete-and-rename
+ * holds an exclusive lock file ({@code .NAME.volpool-commit.lock}, created atomically), so two jobs
+ * committing to one output never mix or nest: one wins, the other fails saying so.
+ * Owns its staging folder until {@link #commit} or {@link #abort}.
  */
-public final class StagedOutput {
+public final class StagedOutput implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(StagedOutput.class);
+  static final String STAGING = ".volpool-staging-";
+  /** A run whose owner file was not touched for this long is dead. */
+  static final long STALE_MILLIS = 10 * 60 * 1000L;
+  static final long HEARTBEAT_SECONDS = 30;
+
   private final FileSystem fs;
   private final Path output;
   private final Path staging;
+  private final Path owner;
+  private final Path lock;
   private final boolean overwrite;
+  private final ScheduledExecutorService heartbeat;
 
-  private StagedOutput(FileSystem fs, Path output, Path staging, boolean overwrite) {
+  private StagedOutput(FileSystem fs, Path output, Path staging, boolean overwrite) throws IOException {
     this.fs = fs;
     this.output = output;
     this.staging = staging;
+    this.owner = new Path(staging.getParent(), staging.getName() + ".owner");
+    this.lock = new Path(output.getParent(), "." + output.getName() + ".volpool-commit.lock");
     this.overwrite = overwrite;
+    writeOwner();
+    this.heartbeat = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "volpool-staging-heartbeat");
+      t.setDaemon(true);
+      return t;
+    });
+    heartbeat.scheduleAtFixedRate(this::touch, HEARTBEAT_SECONDS, HEARTBEAT_SECONDS, TimeUnit.SECONDS);
   }
 
   /**
-   * Checks the output path against the mode and picks a staging directory.
+   * Checks the output path against the mode, removes staging folders of dead runs on this output
+   * and picks a staging folder.
    *
-   * @throws io.volpool.job.config.SettingsException when the output exists and {@code overwrite} is false
+   * @throws SettingsException when the output exists and {@code overwrite} is false
    */
   public static StagedOutput prepare(String output, boolean overwrite, Configuration conf) throws IOException {
     Path out = new Path(output);
     FileSystem fs = out.getFileSystem(conf);
     out = fs.makeQualified(out);
     if (fs.exists(out) && !overwrite) {
-      throw new io.volpool.job.config.SettingsException("output " + out + " already exists; set spark.volpool.mode=overwrite"
+      throw new SettingsException("output " + out + " already exists; set spark.volpool.mode=overwrite"
           + " to replace it, or choose another spark.volpool.output");
     }
     Path parent = out.getParent();
     if (parent != null && !fs.exists(parent)) {
       fs.mkdirs(parent);
     }
-    Path staging = new Path(parent, "." + out.getName() + ".volpool-staging-" + UUID.randomUUID());
+    removeDeadStaging(fs, out);
+    Path staging = new Path(parent, "." + out.getName() + STAGING + UUID.randomUUID());
     return new StagedOutput(fs, out, staging, overwrite);
+  }
+
+  /** Removes the staging folders (and owner files) of runs on {@code out} that are no longer alive. */
+  static int removeDeadStaging(FileSystem fs, Path out) throws IOException {
+    String prefix = "." + out.getName() + STAGING;
+    int removed = 0;
+    for (FileStatus st : fs.listStatus(out.getParent())) {
+      String n = st.getPath().getName();
+      if (!n.startsWith(prefix) || n.endsWith(".owner")) {
+        continue;
+      }
+      if (n.endsWith(".replaced")) {
+        // an old output moved aside by a commit that died before deleting it
+        String run = n.substring(0, n.length() - ".replaced".length());
+        if (!fs.exists(new Path(st.getPath().getParent(), run + ".owner"))) {
+          fs.delete(st.getPath(), true);
+          removed++;
+        }
+        continue;
+      }
+      Path ownerFile = new Path(st.getPath().getParent(), n + ".owner");
+      try {
+        Optional<String> why = deadBecause(fs, st, ownerFile);
+        if (why.isPresent()) {
+          LOG.warn("volpool: removing {} left by a run that is not alive ({})", st.getPath(), why.get());
+          fs.delete(st.getPath(), true);
+          fs.delete(ownerFile, false);
+          removed++;
+        }
+      } catch (java.io.FileNotFoundException e) {
+        // that run committed or aborted while we looked
+      }
+    }
+    // owner files whose staging folder never appeared (a run killed before its first task wrote)
+    for (FileStatus st : fs.listStatus(out.getParent())) {
+      String n = st.getPath().getName();
+      if (n.startsWith(prefix) && n.endsWith(".owner")) {
+        Path dir = new Path(st.getPath().getParent(), n.substring(0, n.length() - ".owner".length()));
+        try {
+          if (!fs.exists(dir) && deadBecause(fs, st, st.getPath()).isPresent()) {
+            fs.delete(st.getPath(), false);
+          }
+        } catch (java.io.FileNotFoundException e) {
+          // gone meanwhile
+        }
+      }
+    }
+    return removed;
+  }
+
+  private static Optional<String> deadBecause(FileSystem fs, FileStatus staging, Path ownerFile) throws IOException {
+    long now = System.currentTimeMillis();
+    if (!fs.exists(ownerFile)) {
+      return now - staging.getModificationTime() > STALE_MILLIS
+          ? Optional.of("no owner file and untouched for " + (now - staging.getModificationTime()) / 1000 + " s")
+          : Optional.empty();
+    }
+    Properties p = new Properties();
+    try (InputStream in = fs.open(ownerFile)) {
+      p.load(in);
+    } catch (IOException | IllegalArgumentException e) {
+      return Optional.of("unreadable owner file");
+    }
+    long beat = fs.getFileStatus(ownerFile).getModificationTime();
+    if (host().equals(p.getProperty("host"))) {
+      try {
+        long pid = Long.parseLong(p.getProperty("pid", "-1"));
+        Optional<ProcessHandle> h = ProcessHandle.of(pid);
+        String started = p.getProperty("processStart", "");
+        boolean alive = h.isPresent() && h.get().info().startInstant().map(Instant::toString).orElse("").equals(started);
+        return alive ? Optional.empty() : Optional.of("process " + pid + " on this host has ended");
+      } catch (NumberFormatException e) {
+        return Optional.of("unreadable owner file");
+      }
+    }
+    return now - beat > STALE_MILLIS
+        ? Optional.of("its driver on " + p.getProperty("host") + " has not been heard from for " + (now - beat) / 1000 + " s")
+        : Optional.empty();
+  }
+
+  private static String host() {
+    try {
+      return InetAddress.getLocalHost().getHostName();
+    } catch (IOException e) {
+      return "unknown";
+    }
+  }
+
+  private void writeOwner() throws IOException {
+    ProcessHandle me = ProcessHandle.current();
+    String text = "host=" + host() + "\npid=" + me.pid() + "\nprocessStart="
+        + me.info().startInstant().map(Instant::toString).orElse("") + "\nstarted=" + Instant.now() + "\noutput=" + output
+        + "\n";
+    try (OutputStream os = fs.create(owner, true)) {
+      os.write(text.getBytes(StandardCharsets.UTF_8));
+    }
+  }
+
+  private void touch() {
+    try {
+      fs.setTimes(owner, System.currentTimeMillis(), -1);
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("heartbeat of {} failed: {}", owner, e.toString());
+    }
   }
 
   public Path output() {
@@ -57,43 +203,119 @@ public final class StagedOutput {
     return staging;
   }
 
-  /** Writes a small text file (e.g. the run summary) into the staging directory. */
+  /** Writes a small text file (e.g. the run summary) into the staging folder. */
   public void writeText(String name, String text) throws IOException {
     try (OutputStream os = fs.create(new Path(staging, name), true)) {
       os.write(text.getBytes(StandardCharsets.UTF_8));
     }
   }
 
-  /** Moves the staged output into place (deleting an old output under overwrite). */
+  /**
+   * Moves the staged output into place (deleting an old output under overwrite), holding the
+   * output's commit lock.
+   *
+   * @throws ConcurrentCommitException when another job holds the lock, or the output appeared meanwhile
+   */
   public void commit() throws IOException {
     if (!fs.exists(staging)) {
       fs.mkdirs(staging);
     }
-    if (fs.exists(output)) {
-      if (!overwrite) {
-        throw new IOException("output " + output + " appeared while the job ran; the result stays in " + staging);
+    acquireLock();
+    Path old = null;
+    try {
+      if (fs.exists(output)) {
+        if (!overwrite) {
+          throw new ConcurrentCommitException("output " + output + " appeared while the job ran; the result stays in "
+              + staging);
+        }
+        // move the old output aside in one rename, so a reader sees the old output, none, or the new one: never a part
+        old = new Path(staging.getParent(), staging.getName() + ".replaced");
+        if (!fs.rename(output, old)) {
+          throw new IOException("could not move the old output " + output + " aside (mode=overwrite); the new result"
+              + " stays in " + staging);
+        }
       }
-      if (!fs.delete(output, true)) {
-        throw new IOException("could not delete the old output " + output + " (mode=overwrite); the new result stays in "
-            + staging);
+      if (fs.exists(output)) {
+        throw new ConcurrentCommitException("output " + output + " reappeared while this job replaced it");
+      }
+      if (!fs.rename(staging, output)) {
+        throw new IOException("could not rename " + staging + " to " + output);
+      }
+    } finally {
+      releaseLock();
+    }
+    if (old != null) {
+      fs.delete(old, true);
+    }
+    stopHeartbeat();
+    fs.delete(owner, false);
+  }
+
+  private void acquireLock() throws IOException {
+    for (int attempt = 0; attempt < 3; attempt++) {
+      if (createExclusive(lock)) {
+        return;
+      }
+      long age;
+      try {
+        age = System.currentTimeMillis() - fs.getFileStatus(lock).getModificationTime();
+      } catch (java.io.FileNotFoundException e) {
+        continue; // released while we looked: try again
+      }
+      if (age > STALE_MILLIS) {
+        LOG.warn("volpool: removing the commit lock {}, left {} s ago by a run that never finished its commit", lock,
+            age / 1000);
+        fs.delete(lock, false);
+        continue;
+      }
+      break;
+    }
+    throw new ConcurrentCommitException("another job is committing to " + output + " right now (lock " + lock + "); this"
+        + " job's result was not moved into place. Rerun when it has finished; if no job is running, delete " + lock);
+  }
+
+  /** Creates {@code p} if it does not exist, atomically (O_EXCL locally, the namenode's create on HDFS). */
+  private boolean createExclusive(Path p) throws IOException {
+    if ("file".equals(fs.getScheme())) {
+      try {
+        Files.createFile(Paths.get(fs.makeQualified(p).toUri()));
+        return true;
+      } catch (FileAlreadyExistsException e) {
+        return false;
       }
     }
-    if (!fs.rename(staging, output)) {
-      throw new IOException("could not rename " + staging + " to " + output);
+    try {
+      fs.create(p, false).close();
+      return true;
+    } catch (org.apache.hadoop.fs.FileAlreadyExistsException e) {
+      return false;
     }
   }
 
+  private void releaseLock() {
+    try {
+      fs.delete(lock, false);
+    } catch (IOException e) {
+      LOG.warn("could not delete the commit lock {}: {}", lock, e.toString());
+    }
+  }
+
+  private void stopHeartbeat() {
+    heartbeat.shutdownNow();
+  }
+
   /**
-   * Deletes the staging directory after a failure; never throws. Tasks of the failed stage may
-   * still be finishing and writing, so the deletion is retried until the directory stays gone.
+   * Deletes the staging folder after a failure; never throws. Tasks of the failed stage may
+   * still be finishing and writing, so the deletion is retried until the folder stays gone.
    */
   public void abort() {
+    stopHeartbeat();
     for (int attempt = 0; attempt < 20; attempt++) {
       try {
         if (!fs.exists(staging)) {
           Thread.sleep(50);
           if (!fs.exists(staging)) {
-            return;
+            break;
           }
         }
         fs.delete(staging, true);
@@ -101,8 +323,27 @@ public final class StagedOutput {
         // try again: a task may be writing into it right now
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        return;
+        break;
       }
+    }
+    try {
+      fs.delete(owner, false);
+    } catch (IOException e) {
+      LOG.warn("could not delete {}: {}", owner, e.toString());
+    }
+  }
+
+  @Override
+  public void close() {
+    stopHeartbeat();
+  }
+
+  /** Another job committed to, or is committing to, the same output. */
+  public static final class ConcurrentCommitException extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    public ConcurrentCommitException(String message) {
+      super(message);
     }
   }
 }

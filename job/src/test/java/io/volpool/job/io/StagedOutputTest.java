@@ -1,0 +1,106 @@
+package io.volpool.job.io;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Commits to one output are exclusive, and staging folders of dead runs are removed, live ones kept. */
+class StagedOutputTest {
+  static final Configuration CONF = new Configuration();
+
+  static List<String> names(Path dir) throws Exception {
+    try (Stream<Path> s = Files.list(dir)) {
+      // Hadoop's local filesystem writes .NAME.crc checksum files beside what it writes: not ours to count
+      return s.map(p -> p.getFileName().toString()).filter(n -> !n.endsWith(".crc")).sorted().toList();
+    }
+  }
+
+  @Test
+  void concurrentOverwriteCommitsNeverNestOrMix(@TempDir Path tmp) throws Exception {
+    Path out = tmp.resolve("out");
+    AtomicInteger won = new AtomicInteger();
+    AtomicInteger refused = new AtomicInteger();
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    List<Future<?>> fs = new java.util.ArrayList<>();
+    for (int t = 0; t < 2; t++) {
+      int job = t;
+      fs.add(pool.submit(() -> {
+        for (int i = 0; i < 250; i++) {
+          StagedOutput o = StagedOutput.prepare(out.toString(), true, CONF);
+          o.writeText("from-job-" + job, "run " + i);
+          try {
+            o.commit();
+            won.incrementAndGet();
+          } catch (StagedOutput.ConcurrentCommitException e) {
+            refused.incrementAndGet();
+            o.abort();
+          }
+          List<String> now;
+          try {
+            now = names(out);
+          } catch (java.nio.file.NoSuchFileException e) {
+            continue;
+          }
+          // a listing that started on the old output just before it was moved aside and deleted reads nothing:
+          // what must never be seen is two jobs' files, or a staging folder nested inside the output
+          assertThat(now).as("output after a commit: one job's file, nothing nested").hasSizeLessThanOrEqualTo(1)
+              .allMatch(n -> n.startsWith("from-job-"));
+        }
+        return null;
+      }));
+    }
+    for (Future<?> f : fs) {
+      f.get();
+    }
+    pool.shutdown();
+    assertThat(won.get() + refused.get()).isEqualTo(500);
+    assertThat(names(out)).hasSize(1);
+    assertThat(names(tmp)).as("no staging folders, owner files or lock left").containsExactly("out");
+  }
+
+  static void fakeRun(Path tmp, String id, String host, long pid, String processStart, long heartbeatAgeMillis)
+      throws Exception {
+    Path staging = tmp.resolve(".out" + StagedOutput.STAGING + id);
+    Files.createDirectories(staging.resolve("_temporary/0"));
+    Files.writeString(staging.resolve("_temporary/0/part.parquet"), "partial");
+    Path owner = tmp.resolve(".out" + StagedOutput.STAGING + id + ".owner");
+    Files.writeString(owner, "host=" + host + "\npid=" + pid + "\nprocessStart=" + processStart + "\n",
+        StandardCharsets.UTF_8);
+    Files.setLastModifiedTime(owner, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis()
+        - heartbeatAgeMillis));
+  }
+
+  @Test
+  void stagingOfDeadRunsIsRemovedAndOfLiveRunsKept(@TempDir Path tmp) throws Exception {
+    String host = InetAddress.getLocalHost().getHostName();
+    ProcessHandle me = ProcessHandle.current();
+    String myStart = me.info().startInstant().map(Instant::toString).orElse("");
+    Process gone = new ProcessBuilder("true").start();
+    gone.waitFor();
+    fakeRun(tmp, "dead-here", host, gone.pid(), "2026-01-01T00:00:00Z", 0);
+    fakeRun(tmp, "pid-reused", host, me.pid(), "2020-01-01T00:00:00Z", 0);
+    fakeRun(tmp, "alive-here", host, me.pid(), myStart, 0);
+    fakeRun(tmp, "silent-elsewhere", "other-host", 1, "x", StagedOutput.STALE_MILLIS + 60_000);
+    fakeRun(tmp, "beating-elsewhere", "other-host", 1, "x", 1_000);
+    int removed = StagedOutput.removeDeadStaging(FileSystem.getLocal(CONF),
+        new org.apache.hadoop.fs.Path(tmp.resolve("out").toUri()));
+    assertThat(removed).isEqualTo(3);
+    assertThat(names(tmp)).containsExactly(".out" + StagedOutput.STAGING + "alive-here",
+        ".out" + StagedOutput.STAGING + "alive-here.owner", ".out" + StagedOutput.STAGING + "beating-elsewhere",
+        ".out" + StagedOutput.STAGING + "beating-elsewhere.owner");
+  }
+}

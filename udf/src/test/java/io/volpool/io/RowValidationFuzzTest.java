@@ -1,0 +1,157 @@
+package io.volpool.io;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.volpool.backend.PhaseTimes;
+import java.math.BigInteger;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.parquet.example.data.Group;
+import org.apache.parquet.example.data.simple.SimpleGroupFactory;
+import org.apache.parquet.hadoop.ParquetWriter;
+import org.apache.parquet.hadoop.example.ExampleParquetWriter;
+import org.apache.parquet.io.api.Binary;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.MessageTypeParser;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Fuzzing of the Parquet row rules: 10,000 rows with random shapes (wrong ranks, zeros, negatives,
+ * nulls, values past 2^31 and products past 2^63), dtypes and data lengths. Each row must be
+ * rejected with a {@link BadRecordException} naming it exactly when the rules say so (checked
+ * with exact integer arithmetic here), and otherwise read byte for byte; nothing else may happen.
+ */
+class RowValidationFuzzTest {
+  static final MessageType SCHEMA = MessageTypeParser.parseMessageType(
+      "message m { required binary id (STRING); optional group shape (LIST) { repeated group list {"
+          + " optional int64 element; } } optional binary dtype (STRING); optional binary data; }");
+  static final long[] DIMS = {0, 1, 2, 3, 5, -1, -7, 2147483647L, 2147483648L, 4611686018427387904L, Long.MIN_VALUE};
+
+  record Row(String id, Long[] shape, String dtype, byte[] data) {
+    boolean valid() {
+      if (shape == null || shape.length != 4 || data == null || !("float32".equals(dtype) || "<f4".equals(dtype))) {
+        return false;
+      }
+      BigInteger n = BigInteger.valueOf(4);
+      for (Long d : shape) {
+        if (d == null || d <= 0 || d > Integer.MAX_VALUE) {
+          return false;
+        }
+        n = n.multiply(BigInteger.valueOf(d));
+      }
+      return n.equals(BigInteger.valueOf(data.length));
+    }
+  }
+
+  static Row random(SplittableRandom r, int i) {
+    Long[] shape = null;
+    if (r.nextInt(20) != 0) {
+      int rank = r.nextInt(10) < 8 ? 4 : r.nextInt(7);
+      shape = new Long[rank];
+      for (int k = 0; k < rank; k++) {
+        shape[k] = r.nextInt(30) == 0 ? null : r.nextInt(4) == 0 ? DIMS[r.nextInt(DIMS.length)] : 1L + r.nextInt(4);
+      }
+    }
+    String dtype = new String[] {"float32", "float32", "float32", "<f4", "float64", "", null}[r.nextInt(7)];
+    byte[] data = null;
+    if (r.nextInt(20) != 0) {
+      long want = 4;
+      boolean small = shape != null;
+      if (shape != null) {
+        for (Long d : shape) {
+          if (d == null || d <= 0 || d > 64) {
+            small = false;
+            break;
+          }
+          want *= d;
+        }
+      }
+      int len = small && want <= 4096 && r.nextInt(4) != 0 ? (int) want : r.nextInt(64) * (r.nextBoolean() ? 4 : 1);
+      data = new byte[len];
+      r.nextBytes(data);
+    }
+    return new Row("r" + i, shape, dtype, data);
+  }
+
+  @Test
+  void everyRowIsRejectedWhenTheRulesSaySoAndReadExactlyOtherwise(@TempDir Path tmp) throws Exception {
+    long seed = Long.getLong("volpool.fuzz.seed", System.nanoTime());
+    System.out.println("fuzz rows: random seed " + seed);
+    SplittableRandom r = new SplittableRandom(seed);
+    List<Row> rows = new ArrayList<>();
+    for (int i = 0; i < 10_000; i++) {
+      rows.add(random(r, i));
+    }
+    Path file = tmp.resolve("rows.parquet");
+    SimpleGroupFactory f = new SimpleGroupFactory(SCHEMA);
+    try (ParquetWriter<Group> w = ExampleParquetWriter.builder(new org.apache.hadoop.fs.Path(file.toUri()))
+        .withConf(new Configuration()).withType(SCHEMA).build()) {
+      for (Row row : rows) {
+        Group g = f.newGroup().append("id", row.id());
+        if (row.shape() != null) {
+          Group s = g.addGroup("shape");
+          for (Long d : row.shape()) {
+            Group e = s.addGroup("list");
+            if (d != null) {
+              e.append("element", d);
+            }
+          }
+        }
+        if (row.dtype() != null) {
+          g.append("dtype", row.dtype());
+        }
+        if (row.data() != null) {
+          g.append("data", Binary.fromConstantByteArray(row.data()));
+        }
+        w.write(g);
+      }
+    }
+    int rejected = 0;
+    String lastMessage = null;
+    int read = 0;
+    List<String> wrong = new ArrayList<>();
+    TensorLayout layout = TensorLayout.detect(SCHEMA, null, null);
+    try (ParquetVolumeInput in = new ParquetVolumeInput(List.of(new ParquetSplit(file.toUri().toString(), "", 0,
+        file.toFile().length())), layout, new Configuration(), new PhaseTimes())) {
+      for (Row row : rows) {
+        VolumeSource v = in.next(PageGate.UNLIMITED);
+        boolean ok;
+        try {
+          v.shape();
+          CollectingSink sink = new CollectingSink(row.data().length, false, false);
+          v.copyTo(sink);
+          ok = true;
+          if (!Arrays.equals(sink.bytes(), row.data())) {
+            wrong.add(row.id() + " read different bytes");
+          }
+          read++;
+        } catch (BadRecordException e) {
+          ok = false;
+          rejected++;
+          lastMessage = e.getMessage();
+          if (!e.getMessage().startsWith("bad record id=" + row.id() + ": ")) {
+            wrong.add(row.id() + ": message does not name the record: " + e.getMessage());
+          }
+        } catch (RuntimeException e) {
+          wrong.add(row.id() + " " + row + ": " + e);
+          continue;
+        }
+        if (ok != row.valid()) {
+          wrong.add(row.id() + " shape=" + Arrays.toString(row.shape()) + " [" + lastMessage + "]" + " dtype=" + row.dtype() + " data="
+              + (row.data() == null ? null : row.data().length) + ": " + (ok ? "accepted" : "rejected") + " but the rules say "
+              + (row.valid() ? "valid" : "invalid"));
+        }
+      }
+      assertThat(in.next(PageGate.UNLIMITED)).isNull();
+    }
+    System.out.println("fuzz rows: 10000 rows: " + rejected + " rejected, " + read + " read exactly, " + wrong.size()
+        + " other");
+    assertThat(wrong).isEmpty();
+    assertThat(read).as("the mix has valid rows").isGreaterThan(1000);
+  }
+}
