@@ -160,7 +160,7 @@ public final class VolpoolJob {
     if (s.stageNames().contains("fused")) {
       PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.fusedWeights(), VolpoolOptions.FUSED_WEIGHTS.key(), conf);
     }
-    refuseLocalOutputOnCluster(spark, s, conf);
+    refuseLocalOutputOnCluster(spark.sparkContext().master(), s, conf);
     Pipeline pipeline = pipeline(s, conf);
     Path inputPath = new Path(s.input());
     FileSystem inFs = inputPath.getFileSystem(conf);
@@ -179,6 +179,15 @@ public final class VolpoolJob {
               + (plan.skipped().size() > 20 ? ", ..." : ""));
     }
     TensorLayout layout = npyIn || plan.first() == null ? null : layout(s, plan.first(), conf);
+    if (layout != null && !layout.isBinary()) {
+      // every tensor has this shape: settings that no tensor can pass are a settings error, found before any task
+      try {
+        pipeline.outputShape(layout.fixedShape());
+      } catch (IllegalArgumentException e) {
+        throw new SettingsException("every tensor of " + s.input() + " has shape " + layout.fixedShape() + ", which the"
+            + " pipeline cannot take: " + e.getMessage(), e);
+      }
+    }
     boolean npyOut = s.outputFormat().equals("npy");
     OutputSpec outSpec = new OutputSpec(s.outputFormat(),
         (layout == null ? TensorLayout.npyOutputSchema() : layout.outputSchema()).toString(),
@@ -198,6 +207,8 @@ public final class VolpoolJob {
       job.setOutputKeyClass(Void.class);
       job.setOutputValueClass(BatchRunner.Finished.class);
       FileOutputFormat.setOutputPath(job, out.staging());
+      // the job commit below is algorithm 1's (task folders merged at job commit)
+      job.getConfiguration().setInt("mapreduce.fileoutputcommitter.algorithm.version", 1);
       VolpoolOutputFormat.setSpec(job.getConfiguration(), outSpec);
       batches.saveAsNewAPIHadoopDataset(job.getConfiguration());
       LOG.info(progress.line());
@@ -282,9 +293,8 @@ public final class VolpoolJob {
   }
 
   /** A {@code file:} output on a cluster master lands on each executor's own disk: refuse it unless declared shared. */
-  private static void refuseLocalOutputOnCluster(SparkSession spark, JobSettings s, Configuration conf) throws IOException {
-    String master = spark.sparkContext().master();
-    if (master.startsWith("local") || s.outputSharedFilesystem()) {
+  static void refuseLocalOutputOnCluster(String master, JobSettings s, Configuration conf) throws IOException {
+    if (master == null || master.startsWith("local") || s.outputSharedFilesystem()) {
       return;
     }
     Path p = new Path(s.output());

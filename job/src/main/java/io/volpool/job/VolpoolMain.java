@@ -102,11 +102,18 @@ public final class VolpoolMain {
         conf.setMaster("local[*]");
       }
       conf.setIfMissing("spark.app.name", "volpool");
+      // running tasks report their counts with each heartbeat: the driver's progress line moves every few seconds
+      conf.setIfMissing("spark.executor.heartbeatInterval", "3s");
       Map<String, String> all = new LinkedHashMap<>();
       for (Tuple2<String, String> t : conf.getAll()) {
         all.put(t._1(), t._2());
       }
+      for (String w : JobSettings.lookalikeKeys(all.keySet())) {
+        err.println("volpool: WARNING: " + w);
+      }
       JobSettings settings = new JobSettings(all);
+      VolpoolJob.refuseLocalOutputOnCluster(conf.get("spark.master"), settings,
+          org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf));
       // a session that already exists (an embedding application, a test suite) is used and left running
       boolean ours = SparkSession.getDefaultSession().isEmpty() && SparkSession.getActiveSession().isEmpty();
       SparkSession spark = SparkSession.builder().config(conf).getOrCreate();

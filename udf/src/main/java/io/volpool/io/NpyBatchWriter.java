@@ -90,8 +90,8 @@ public final class NpyBatchWriter implements AutoCloseable {
     for (int k = 0; k < 4; k++) {
       shape[leading.length + k] = d[k];
     }
-    // a relative path is never parsed as a URI: a name may hold ':'
-    Path target = new Path(root, new Path(null, null, f.ref().relative()));
+    // a relative path is never parsed on its own as a URI: a name may hold ':'
+    Path target = new Path(root.toString() + "/" + f.ref().relative());
     os = ChannelOutputFile.of(target, conf).create(0);
     os.write(Npy.header(shape));
     current = f;

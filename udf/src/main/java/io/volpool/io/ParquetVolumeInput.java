@@ -20,7 +20,6 @@ import org.apache.parquet.hadoop.CodecFactory;
 import org.apache.parquet.hadoop.ParquetFileReader;
 import org.apache.parquet.hadoop.metadata.BlockMetaData;
 import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
-import org.apache.parquet.hadoop.util.HadoopInputFile;
 import org.apache.parquet.io.ColumnIOFactory;
 import org.apache.parquet.io.MessageColumnIO;
 import org.apache.parquet.io.RecordReader;
@@ -229,7 +228,7 @@ public final class ParquetVolumeInput implements VolumeInput {
     Path p = new Path(s.path());
     try {
       ParquetReadOptions opts = HadoopReadOptions.builder(conf, p).withRange(s.start(), s.start() + s.length()).build();
-      rows = new ParquetFileReader(HadoopInputFile.fromPath(p, conf), opts);
+      rows = new ParquetFileReader(Files2.parquet(p, conf), opts);
       MessageType fileSchema = rows.getFooter().getFileMetaData().getSchema();
       checkSchema(fileSchema, s.path());
       blocks = rows.getRowGroups();

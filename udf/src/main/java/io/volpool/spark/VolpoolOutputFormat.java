@@ -98,7 +98,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
           ParquetBatchWriter w = parquet.get(folder);
           if (w == null) {
             long t0 = System.nanoTime();
-            w = new ParquetBatchWriter(folder.isEmpty() ? new Path(work, file) : new Path(new Path(work, new Path(null, null, folder)), file),
+            w = new ParquetBatchWriter(folder.isEmpty() ? new Path(work, file) : new Path(work.toString() + "/" + folder + "/" + file),
                 spec, conf, state.times);
             state.times.add(Phase.WRITE, System.nanoTime() - t0);
             parquet.put(folder, w);
@@ -142,10 +142,59 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
     return new TimedCommitter(getOutputPath(context), context);
   }
 
-  /** Hadoop's file committer, with the task commit's time added to the task's {@link Phase#COMMIT}. */
+  /**
+   * Hadoop's file committer (algorithm 1), with the task commit's time added to the task's
+   * {@link Phase#COMMIT}, and a job commit that also merges files and folders whose names hold
+   * {@code :} (Hadoop's own merge parses each name as a URI and fails on them).
+   */
   static final class TimedCommitter extends FileOutputCommitter {
+    private final Path output;
+
     TimedCommitter(Path output, TaskAttemptContext context) throws IOException {
       super(output, context);
+      this.output = output;
+    }
+
+    @Override
+    public void commitJob(org.apache.hadoop.mapreduce.JobContext context) throws IOException {
+      org.apache.hadoop.fs.FileSystem fs = io.volpool.io.Files2.fs(output, context.getConfiguration());
+      Path attempt = getJobAttemptPath(context);
+      if (fs.exists(attempt)) {
+        for (org.apache.hadoop.fs.FileStatus task : fs.listStatus(attempt)) {
+          if (task.isDirectory()) {
+            for (org.apache.hadoop.fs.FileStatus f : fs.listStatus(task.getPath())) {
+              merge(fs, f, output);
+            }
+          }
+        }
+      }
+      cleanupJob(context);
+      fs.create(new Path(output, SUCCEEDED_FILE_NAME), true).close();
+    }
+
+    private static Path child(Path dir, String name) {
+      return new Path(dir.toString() + "/" + name);
+    }
+
+    private static void merge(org.apache.hadoop.fs.FileSystem fs, org.apache.hadoop.fs.FileStatus from, Path toDir)
+        throws IOException {
+      Path target = child(toDir, from.getPath().getName());
+      if (from.isFile()) {
+        if (fs.exists(target)) {
+          fs.delete(target, true);
+        }
+        if (!fs.rename(from.getPath(), target)) {
+          throw new IOException("could not move " + from.getPath() + " to " + target);
+        }
+      } else if (!fs.exists(target)) {
+        if (!fs.rename(from.getPath(), target)) {
+          throw new IOException("could not move " + from.getPath() + " to " + target);
+        }
+      } else {
+        for (org.apache.hadoop.fs.FileStatus c : fs.listStatus(from.getPath())) {
+          merge(fs, c, target);
+        }
+      }
     }
 
     @Override

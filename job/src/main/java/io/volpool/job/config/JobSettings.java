@@ -42,6 +42,45 @@ public final class JobSettings {
     validate();
   }
 
+  /**
+   * Warnings for keys that look like misspelled volpool settings ({@code spark.volpol.input},
+   * {@code spark.vol-pool.device}): Spark would ignore them silently.
+   */
+  public static List<String> lookalikeKeys(java.util.Collection<String> keys) {
+    List<String> out = new ArrayList<>();
+    for (String k : keys) {
+      if (!k.startsWith("spark.") || k.startsWith(VolpoolOptions.PREFIX)) {
+        continue;
+      }
+      String rest = k.substring("spark.".length());
+      int dot = rest.indexOf('.');
+      String first = (dot < 0 ? rest : rest.substring(0, dot)).toLowerCase(Locale.ROOT);
+      if (!first.equals("volpool") && distance(first, "volpool") <= 2) {
+        out.add("setting " + k + " looks like a volpool setting but is not one (spark.volpool.*); Spark ignores it."
+            + " Did you mean spark.volpool." + (dot < 0 ? "" : rest.substring(dot + 1)) + "?");
+      }
+    }
+    return out;
+  }
+
+  static int distance(String a, String b) {
+    int[] prev = new int[b.length() + 1];
+    int[] cur = new int[b.length() + 1];
+    for (int j = 0; j <= b.length(); j++) {
+      prev[j] = j;
+    }
+    for (int i = 1; i <= a.length(); i++) {
+      cur[0] = i;
+      for (int j = 1; j <= b.length(); j++) {
+        cur[j] = Math.min(Math.min(cur[j - 1], prev[j]) + 1, prev[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1));
+      }
+      int[] t = prev;
+      prev = cur;
+      cur = t;
+    }
+    return prev[b.length()];
+  }
+
   private void validate() {
     input();
     output();

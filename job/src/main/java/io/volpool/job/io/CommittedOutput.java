@@ -12,7 +12,6 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.parquet.hadoop.ParquetFileReader;
 import org.apache.parquet.hadoop.metadata.BlockMetaData;
-import org.apache.parquet.hadoop.util.HadoopInputFile;
 
 /**
  * What the job commit actually left in the staging folder, counted on the driver from the files
@@ -26,7 +25,7 @@ public record CommittedOutput(long files, long volumes) {
 
   /** Counts the committed data files under {@code staging}. */
   public static CommittedOutput count(Path staging, boolean npy, Configuration conf) throws IOException {
-    FileSystem fs = staging.getFileSystem(conf);
+    FileSystem fs = io.volpool.io.Files2.fs(staging, conf);
     if (!fs.exists(staging)) {
       return new CommittedOutput(0, 0);
     }
@@ -44,7 +43,7 @@ public record CommittedOutput(long files, long volumes) {
           volumes += s.length == 5 ? s[0] : 1;
         }
       } else {
-        try (ParquetFileReader r = ParquetFileReader.open(HadoopInputFile.fromStatus(f, conf))) {
+        try (ParquetFileReader r = ParquetFileReader.open(io.volpool.io.Files2.parquet(f.getPath(), conf))) {
           for (BlockMetaData b : r.getFooter().getBlocks()) {
             volumes += b.getRowCount();
           }

@@ -20,7 +20,6 @@ import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.parquet.hadoop.ParquetFileReader;
 import org.apache.parquet.hadoop.metadata.BlockMetaData;
 import org.apache.parquet.hadoop.metadata.ParquetMetadata;
-import org.apache.parquet.hadoop.util.HadoopInputFile;
 
 /**
  * Plans a job's tasks on the driver, as Spark plans file scans: lists the input (recursively,
@@ -226,7 +225,7 @@ public final class InputPlanner {
   }
 
   private static ParquetMetadata footer(FileStatus f, Configuration conf) {
-    try (ParquetFileReader r = ParquetFileReader.open(HadoopInputFile.fromStatus(f, conf))) {
+    try (ParquetFileReader r = ParquetFileReader.open(io.volpool.io.Files2.parquet(f.getPath(), conf))) {
       return r.getFooter();
     } catch (IOException | RuntimeException e) {
       throw new io.volpool.io.CorruptInputException(f.getPath() + ": not a readable Parquet file ("

@@ -17,7 +17,6 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.parquet.hadoop.ParquetFileReader;
 import org.apache.parquet.hadoop.metadata.ParquetMetadata;
-import org.apache.parquet.hadoop.util.HadoopInputFile;
 import org.apache.parquet.schema.MessageType;
 
 /**
@@ -35,7 +34,7 @@ public final class ParquetInspector {
   private ParquetInspector() {}
 
   public static Facts inspect(Path file, Configuration conf) throws IOException {
-    try (ParquetFileReader r = ParquetFileReader.open(HadoopInputFile.fromPath(file, conf))) {
+    try (ParquetFileReader r = ParquetFileReader.open(io.volpool.io.Files2.parquet(file, conf))) {
       ParquetMetadata md = r.getFooter();
       Map<String, VolumeShape> shapes = new HashMap<>();
       String arrow = md.getFileMetaData().getKeyValueMetaData().get("ARROW:schema");

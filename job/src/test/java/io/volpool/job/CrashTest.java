@@ -1,0 +1,123 @@
+package io.volpool.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+import org.apache.spark.sql.Row;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The job's JVM killed (SIGKILL) at random moments of a Parquet and an .npy run: the output then
+ * either does not exist or is complete, and a rerun with overwrite gives output identical to an
+ * uninterrupted run and leaves no staging folder, owner file or lock behind.
+ */
+class CrashTest {
+  static final int KILLS = 2;
+
+  static String sha(byte[] b) throws Exception {
+    return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(b));
+  }
+
+  /** id -> digest of shape and data, for every row of a Parquet output; null when there is no output. */
+  static Map<String, String> parquetChecksum(Path out) throws Exception {
+    if (!Files.exists(out)) {
+      return null;
+    }
+    Map<String, String> m = new TreeMap<>();
+    for (Row r : SparkTests.spark().read().parquet(out.toString()).collectAsList()) {
+      m.put(r.getString(0), r.getList(1) + ":" + sha((byte[]) r.get(3)));
+    }
+    return m;
+  }
+
+  /** relative path -> digest of each .npy output file; null when there is no output. */
+  static Map<String, String> npyChecksum(Path out) throws Exception {
+    if (!Files.exists(out)) {
+      return null;
+    }
+    Map<String, String> m = new TreeMap<>();
+    try (Stream<Path> s = Files.walk(out)) {
+      for (Path p : s.filter(p -> p.toString().endsWith(".npy")).toList()) {
+        m.put(out.relativize(p).toString(), sha(Files.readAllBytes(p)));
+      }
+    }
+    return m;
+  }
+
+  static void deleteTree(Path p) throws Exception {
+    if (Files.exists(p)) {
+      try (Stream<Path> s = Files.walk(p)) {
+        for (Path q : s.sorted(java.util.Comparator.reverseOrder()).toList()) {
+          Files.delete(q);
+        }
+      }
+    }
+  }
+
+  static List<String> leftovers(Path parent) throws Exception {
+    try (Stream<Path> s = Files.list(parent)) {
+      return s.map(p -> p.getFileName().toString()).filter(n -> n.contains("volpool")).toList();
+    }
+  }
+
+  void crashAndRerun(Path tmp, Map<String, String> conf, boolean npy) throws Exception {
+    Path out = Path.of(conf.get("spark.volpool.output"));
+    long t0 = System.nanoTime();
+    ChildJvm.Child clean = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("clean.log"));
+    assertThat(clean.waitFor(300)).as(clean.output()).isZero();
+    long millis = (System.nanoTime() - t0) / 1_000_000;
+    Map<String, String> want = npy ? npyChecksum(out) : parquetChecksum(out);
+    assertThat(want).isNotEmpty();
+    long seed = Long.getLong("volpool.crash.seed", System.nanoTime());
+    System.out.println("crash test: seed " + seed + ", clean run " + millis + " ms");
+    SplittableRandom r = new SplittableRandom(seed);
+    for (int k = 0; k < KILLS; k++) {
+      // no old output: what is there after the kill is what the killed run left
+      deleteTree(out);
+      ChildJvm.Child run = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("kill" + k + ".log"));
+      long at = 1500 + r.nextLong(Math.max(1, millis));
+      Thread.sleep(at);
+      run.process().destroyForcibly().waitFor();
+      Map<String, String> got = npy ? npyChecksum(out) : parquetChecksum(out);
+      System.out.println("crash test: killed after " + at + " ms: output " + (got == null ? "absent" : "complete"));
+      assertThat(got == null || got.equals(want)).as("after a kill at %d ms the output is absent or complete", at).isTrue();
+      ChildJvm.Child rerun = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("rerun" + k + ".log"));
+      assertThat(rerun.waitFor(300)).as(rerun.output()).isZero();
+      assertThat(npy ? npyChecksum(out) : parquetChecksum(out)).as("rerun after the kill").isEqualTo(want);
+      assertThat(leftovers(out.getParent())).as("nothing of the killed run left beside the output").isEmpty();
+    }
+  }
+
+  @Test
+  void killedParquetRunsLeaveNothingHalfDone(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    SampleData.write(SparkTests.spark(), in.toString(), 2048, 8);
+    Map<String, String> conf = JobEndToEndTest.seedConf(in, "parquet", tmp.resolve("out/pooled"));
+    conf.put("spark.volpool.mode", "overwrite");
+    conf.put("spark.volpool.fused.weights", Path.of("../conf/models/fused_seed.safetensors").toAbsolutePath().toString());
+    conf.put("spark.volpool.device", "cpu");
+    crashAndRerun(tmp, conf, false);
+  }
+
+  @Test
+  void killedNpyRunsLeaveNothingHalfDone(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    for (int i = 0; i < 24; i++) {
+      Files.createDirectories(in.resolve("d" + i % 4));
+      Files.copy(JobEndToEndTest.SEED.dir().resolve("input.npy"), in.resolve("d" + i % 4 + "/v" + i + ".npy"));
+    }
+    Map<String, String> conf = JobEndToEndTest.seedConf(in, "npy", tmp.resolve("out/pooled"));
+    conf.put("spark.volpool.mode", "overwrite");
+    conf.put("spark.volpool.device", "cpu");
+    crashAndRerun(tmp, conf, true);
+  }
+}

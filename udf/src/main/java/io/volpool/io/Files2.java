@@ -1,0 +1,36 @@
+package io.volpool.io;
+
+import java.io.IOException;
+import java.nio.file.Paths;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
+import org.apache.parquet.io.InputFile;
+import org.apache.parquet.io.LocalInputFile;
+
+/**
+ * How volpool opens files so that any legal file name works: Hadoop's checksumming local
+ * filesystem builds a sidecar name ({@code .NAME.crc}) by parsing the name as a URI and fails on
+ * names holding {@code :}, so local files are opened directly (java.nio) and moved with the raw
+ * local filesystem; other filesystems go through Hadoop as usual. Stateless.
+ */
+public final class Files2 {
+  private Files2() {}
+
+  /** The filesystem of {@code p}, without the checksum layer for local files. */
+  public static FileSystem fs(Path p, Configuration conf) throws IOException {
+    FileSystem fs = p.getFileSystem(conf);
+    return fs instanceof LocalFileSystem l ? l.getRawFileSystem() : fs;
+  }
+
+  /** A Parquet input file for {@code p}. */
+  public static InputFile parquet(Path p, Configuration conf) throws IOException {
+    if ("file".equals(p.toUri().getScheme()) || (p.toUri().getScheme() == null
+        && "file".equals(p.getFileSystem(conf).getScheme()))) {
+      return new LocalInputFile(Paths.get(p.getFileSystem(conf).makeQualified(p).toUri()));
+    }
+    return HadoopInputFile.fromPath(p, conf);
+  }
+}
