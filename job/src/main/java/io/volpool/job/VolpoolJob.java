@@ -199,7 +199,10 @@ public final class VolpoolJob {
     JobMetrics metrics = JobMetrics.register(spark.sparkContext());
     LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}", s.input(),
         out.output(), describe(pipeline), s.device(), plan.files(), plan.tasks().size(), out.staging());
-    try (Progress progress = new Progress(spark.sparkContext(), metrics, plan.rows())) {
+    boolean cluster = !spark.sparkContext().master().startsWith("local");
+    try (Progress progress = new Progress(spark.sparkContext(), metrics, plan.rows());
+        ResourceWatch watch = cluster && !plan.tasks().isEmpty()
+            ? new ResourceWatch(spark.sparkContext(), s.resourceTimeoutSeconds()) : null) {
       JavaPairRDD<Void, BatchRunner.Finished> batches = tasks(spark, plan, conf)
           .mapPartitionsToPair(new PartitionRunner(spec, new SerializableHadoopConf(conf), metrics));
       Job job = Job.getInstance(conf);
@@ -210,7 +213,15 @@ public final class VolpoolJob {
       // the job commit below is algorithm 1's (task folders merged at job commit)
       job.getConfiguration().setInt("mapreduce.fileoutputcommitter.algorithm.version", 1);
       VolpoolOutputFormat.setSpec(job.getConfiguration(), outSpec);
-      batches.saveAsNewAPIHadoopDataset(job.getConfiguration());
+      try {
+        batches.saveAsNewAPIHadoopDataset(job.getConfiguration());
+      } catch (Exception e) {
+        // Spark's exceptions are checked ones thrown from Scala
+        if (watch != null && watch.fired()) {
+          throw watch.failure();
+        }
+        throw e;
+      }
       LOG.info(progress.line());
       long tc = System.nanoTime();
       CommittedOutput committed = CommittedOutput.count(out.staging(), npyOut, conf);

@@ -45,7 +45,8 @@ public final class VolpoolMain {
 
   /** Runs the job as {@link #main} would, returning the exit code instead of exiting. */
   public static int run(String[] args, PrintStream out, PrintStream err) {
-    SparkConf conf;
+    SparkConf conf = null;
+    JobSettings settings = null;
     try {
       Map<String, String> flags = new LinkedHashMap<>();
       String propsFile = null;
@@ -111,7 +112,7 @@ public final class VolpoolMain {
       for (String w : JobSettings.lookalikeKeys(all.keySet())) {
         err.println("volpool: WARNING: " + w);
       }
-      JobSettings settings = new JobSettings(all);
+      settings = new JobSettings(all);
       VolpoolJob.refuseLocalOutputOnCluster(conf.get("spark.master"), settings,
           org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf));
       // a session that already exists (an embedding application, a test suite) is used and left running
@@ -120,6 +121,8 @@ public final class VolpoolMain {
       try {
         RunSummary summary = VolpoolJob.run(spark, settings);
         out.print(summary.toText());
+        RunStatus.write(settings, conf, EXIT_OK, "succeeded: " + summary.rowsIn() + " volumes in, " + summary.rowsOut()
+            + " out", spark.sparkContext().applicationId(), err);
         return EXIT_OK;
       } finally {
         if (ours) {
@@ -127,7 +130,46 @@ public final class VolpoolMain {
         }
       }
     } catch (Throwable t) {
-      return report(t, err);
+      java.io.ByteArrayOutputStream said = new java.io.ByteArrayOutputStream();
+      int code = report(t, new PrintStream(new TeeStream(err, said), true, StandardCharsets.UTF_8));
+      String first = said.toString(StandardCharsets.UTF_8).lines().findFirst().orElse("volpool: FAILED");
+      boolean overlap = false;
+      for (Throwable c = t; c != null; c = c.getCause()) {
+        overlap |= c instanceof io.volpool.job.io.PathOverlap.OverlapException;
+      }
+      if (settings != null && !overlap) {
+        RunStatus.write(settings, conf, code, first.replaceFirst("^volpool: FAILED: ", ""), null, err);
+      }
+      return code;
+    }
+  }
+
+  /** Writes to two streams. */
+  private static final class TeeStream extends java.io.OutputStream {
+    private final java.io.OutputStream a;
+    private final java.io.OutputStream b;
+
+    TeeStream(java.io.OutputStream a, java.io.OutputStream b) {
+      this.a = a;
+      this.b = b;
+    }
+
+    @Override
+    public void write(int x) throws IOException {
+      a.write(x);
+      b.write(x);
+    }
+
+    @Override
+    public void write(byte[] x, int off, int len) throws IOException {
+      a.write(x, off, len);
+      b.write(x, off, len);
+    }
+
+    @Override
+    public void flush() throws IOException {
+      a.flush();
+      b.flush();
     }
   }
 

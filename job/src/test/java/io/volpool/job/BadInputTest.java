@@ -58,8 +58,14 @@ class BadInputTest {
     }
     assertThat(r.err()).contains("no output was written");
     try (var s = Files.list(tmp)) {
-      assertThat(s.map(p -> p.getFileName().toString())).as("nothing but the input").containsExactly("in");
+      assertThat(s.map(p -> p.getFileName().toString())).as("nothing but the input and the run's status")
+          .containsExactlyInAnyOrder("in", ".out.volpool-status.json");
     }
+    java.util.Map<?, ?> status = RunStatus.read(new org.apache.hadoop.fs.Path(tmp.resolve(".out.volpool-status.json").toUri()),
+        new org.apache.hadoop.conf.Configuration());
+    assertThat(status.get("status")).isEqualTo("failed");
+    assertThat(status.get("exit_code")).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
+    assertThat((String) status.get("message")).startsWith("bad record");
   }
 
   @Test

@@ -65,7 +65,7 @@ class CrashTest {
 
   static List<String> leftovers(Path parent) throws Exception {
     try (Stream<Path> s = Files.list(parent)) {
-      return s.map(p -> p.getFileName().toString()).filter(n -> n.contains("volpool")).toList();
+      return s.map(p -> p.getFileName().toString()).filter(n -> n.contains("volpool-staging") || n.contains("volpool-commit")).toList();
     }
   }
 

@@ -76,10 +76,12 @@ class JobEndToEndTest {
     assertThat(summary.get("pipeline").asText()).isEqualTo("fused,avgpool3d");
     assertThat(r.out()).contains("volpool run summary").contains("volumes       2 in, 2 out")
         .contains("backend       " + (SparkTests.device().equals("gpu") ? "cuda:0" : "cpu"));
-    // nothing left behind: no staging directory beside the output
+    // nothing left behind but the run's status: no staging folder, owner file or lock beside the output
     try (var s = Files.list(tmp)) {
-      assertThat(s.map(p -> p.getFileName().toString())).containsExactly("out");
+      assertThat(s.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder("out", ".out.volpool-status.json");
     }
+    assertThat(RunStatus.read(new org.apache.hadoop.fs.Path(tmp.resolve(".out.volpool-status.json").toUri()),
+        new org.apache.hadoop.conf.Configuration()).get("status")).isEqualTo("succeeded");
   }
 
   @Test

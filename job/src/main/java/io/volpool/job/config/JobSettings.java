@@ -100,6 +100,7 @@ public final class JobSettings {
     memoryBudget();
     npyMaxHeaderBytes();
     outputSharedFilesystem();
+    resourceTimeoutSeconds();
     tensorShape();
     if (outputFormat().equals("npy") && !inputFormat().equals("npy")) {
       throw new SettingsException(VolpoolOptions.OUTPUT_FORMAT.key() + "=npy needs " + VolpoolOptions.INPUT_FORMAT.key()
@@ -294,6 +295,10 @@ public final class JobSettings {
 
   public int npyMaxHeaderBytes() {
     return integer(VolpoolOptions.NPY_MAX_HEADER, 128, 1 << 30);
+  }
+
+  public int resourceTimeoutSeconds() {
+    return integer(VolpoolOptions.RESOURCE_TIMEOUT, 5, 86400);
   }
 
   public boolean outputSharedFilesystem() {

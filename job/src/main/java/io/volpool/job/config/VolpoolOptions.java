@@ -68,6 +68,9 @@ public final class VolpoolOptions {
           + " when the GPU is used (pinned memory is off-heap).");
   public static final ConfKey NPY_MAX_HEADER = new ConfKey(PREFIX + "input.npy.maxHeaderBytes", "10000",
       "Largest .npy header accepted (numpy's `max_header_size`); larger headers are bad records.");
+  public static final ConfKey RESOURCE_TIMEOUT = new ConfKey(PREFIX + "cluster.resourceTimeout", "180",
+      "Seconds a job on a cluster waits for its first task to start (an executor with the requested resources) before"
+          + " it fails saying what it asked for and what the cluster offered.");
   public static final ConfKey OUTPUT_SHARED_FS = new ConfKey(PREFIX + "output.sharedFilesystem", "false",
       "`true` allows a `file:` output on a cluster master (only when that path is one shared filesystem on every"
           + " host, e.g. NFS); otherwise such an output is refused, since executors would write to their own disks.");
@@ -75,7 +78,7 @@ public final class VolpoolOptions {
   public static final List<ConfKey> ALL = List.of(INPUT, INPUT_FORMAT, INPUT_TENSOR_COLUMN, INPUT_TENSOR_SHAPE, OUTPUT,
       OUTPUT_FORMAT, OUTPUT_COMPRESSION, MODE, PIPELINE, FUSED_WEIGHTS, FUSED_STRIDE, FUSED_PADDING, FUSED_OUTPUT_PADDING, FUSED_POOL_KERNEL,
       AVGPOOL_KERNEL, AVGPOOL_STRIDE, AVGPOOL_PADDING, AVGPOOL_CEIL, AVGPOOL_COUNT_PAD, DEVICE, BATCH_SIZE, CPU_THREADS,
-      GPU_MEMORY_FRACTION, MEMORY_BUDGET, NPY_MAX_HEADER, OUTPUT_SHARED_FS);
+      GPU_MEMORY_FRACTION, MEMORY_BUDGET, NPY_MAX_HEADER, OUTPUT_SHARED_FS, RESOURCE_TIMEOUT);
 
   /** Keys of earlier versions, with what replaced them (named in the error a stale key gets). */
   public static final java.util.Map<String, String> RENAMED = java.util.Map.of(

@@ -42,9 +42,18 @@ public final class PathOverlap {
     } else {
       return;
     }
-    throw new SettingsException(outputKey + "=" + output + " " + rule + " " + inputKey + "=" + input + " (" + out + " vs "
+    throw new OverlapException(outputKey + "=" + output + " " + rule + " " + inputKey + "=" + input + " (" + out + " vs "
         + in + "): the job would " + (rule.equals("lies inside") ? "read its own output as input on the next run"
             : "delete or overwrite what it reads") + "; choose an output outside the input and beside it, not above it");
+  }
+
+  /** The output overlaps what the job reads: nothing may be written beside it, not even the run's status. */
+  public static final class OverlapException extends SettingsException {
+    private static final long serialVersionUID = 1L;
+
+    OverlapException(String message) {
+      super(message);
+    }
   }
 
   /** True when {@code child} is strictly below {@code parent} (both canonical). */

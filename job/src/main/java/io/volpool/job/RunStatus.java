@@ -1,0 +1,65 @@
+package io.volpool.job;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import io.volpool.job.config.JobSettings;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.SparkConf;
+
+/**
+ * The outcome of a run in a file beside its output, {@code .NAME.volpool-status.json}: status,
+ * exit code and message, written by the driver in every deploy mode. In cluster deploy mode
+ * spark-submit's own exit code does not say whether the driver failed; schedulers (the Airflow DAG)
+ * read this file instead. Hidden, so readers of the output's parent folder skip it. Stateless.
+ */
+public final class RunStatus {
+  private RunStatus() {}
+
+  /** Where the status of a run writing {@code output} goes. */
+  public static Path path(Path output) {
+    return new Path(output.getParent(), "." + output.getName() + ".volpool-status.json");
+  }
+
+  static void write(JobSettings s, SparkConf conf, int code, String message, String appId, PrintStream err) {
+    try {
+      Configuration hc = conf == null ? new Configuration()
+          : org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf);
+      Path out = new Path(s.output());
+      FileSystem fs = io.volpool.io.Files2.fs(out, hc);
+      Path p = path(fs.makeQualified(out));
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("status", code == 0 ? "succeeded" : "failed");
+      m.put("exit_code", code);
+      m.put("message", message);
+      m.put("output", fs.makeQualified(out).toString());
+      m.put("input", s.input());
+      m.put("application_id", appId);
+      m.put("finished_at", Instant.now().toString());
+      m.put("volpool_version", Version.VERSION);
+      byte[] json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsBytes(m);
+      if (!fs.exists(p.getParent())) {
+        fs.mkdirs(p.getParent());
+      }
+      try (OutputStream os = fs.create(p, true)) {
+        os.write(json);
+      }
+    } catch (Exception e) {
+      err.println("volpool: WARNING: could not write the run status beside " + s.output() + ": " + e);
+    }
+  }
+
+  /** Reads a status file (tests and tools). */
+  public static Map<?, ?> read(Path p, Configuration conf) throws java.io.IOException {
+    try (var in = p.getFileSystem(conf).open(p)) {
+      return new ObjectMapper().readValue(new String(in.readAllBytes(), StandardCharsets.UTF_8), Map.class);
+    }
+  }
+}

@@ -1,0 +1,129 @@
+package io.volpool.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A real Spark standalone cluster (a Master and two Workers of one core each, started from the
+ * build's Spark jars by scripts/standalone-cluster.sh) runs the spark-submit jar through SparkSubmit:
+ * both workers run tasks and the output equals a local[*] run's; a GPU request on these GPU-less
+ * workers fails with volpool's message instead of waiting for ever. Every process is stopped, also
+ * when a test fails. Runs in mvn verify (failsafe), after the jar is built.
+ */
+class ClusterIT {
+  static Path dir;
+  static int port;
+  static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
+
+  static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  static String run(List<String> cmd, Path log, long seconds, int[] code) throws Exception {
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+    Process p = pb.start();
+    if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
+      p.destroyForcibly();
+      throw new AssertionError(cmd + " still running after " + seconds + " s:\n" + Files.readString(log));
+    }
+    code[0] = p.exitValue();
+    return Files.readString(log, StandardCharsets.UTF_8);
+  }
+
+  @BeforeAll
+  static void startCluster(@TempDir Path tmp) throws Exception {
+    dir = tmp.resolve("cluster");
+    port = freePort();
+    int[] code = new int[1];
+    String out = run(List.of("bash", ROOT.resolve("scripts/standalone-cluster.sh").toString(), "start", dir.toString(),
+        String.valueOf(port), "2", "1"), tmp.resolve("start.log"), 120, code);
+    assertThat(code[0]).as(out).isZero();
+  }
+
+  @AfterAll
+  static void stopCluster() throws Exception {
+    if (dir != null) {
+      new ProcessBuilder("bash", ROOT.resolve("scripts/standalone-cluster.sh").toString(), "stop", dir.toString())
+          .inheritIO().start().waitFor(60, TimeUnit.SECONDS);
+    }
+  }
+
+  static String submit(Path log, int[] code, String... conf) throws Exception {
+    List<String> cmd = new ArrayList<>(List.of("bash", ROOT.resolve("scripts/standalone-cluster.sh").toString(), "submit",
+        dir.toString(), String.valueOf(port)));
+    for (String c : conf) {
+      cmd.add("--conf");
+      cmd.add(c);
+    }
+    return run(cmd, log, 300, code);
+  }
+
+  static int tasksRunBy(Path worker) throws IOException {
+    int n = 0;
+    try (Stream<Path> s = Files.walk(worker)) {
+      for (Path p : s.filter(p -> p.getFileName().toString().equals("stderr")).toList()) {
+        n += (int) Files.readAllLines(p).stream().filter(l -> l.contains("Running task")).count();
+      }
+    }
+    return n;
+  }
+
+  @Test
+  void bothWorkersRunTasksAndTheOutputEqualsALocalRun(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    SampleData.write(SparkTests.spark(), in.toString(), 512, 8);
+    Path local = tmp.resolve("local");
+    Map<String, String> conf = JobEndToEndTest.seedConf(in, "parquet", local);
+    conf.put("spark.volpool.fused.weights", ROOT.resolve("conf/models/fused_seed.safetensors").toString());
+    conf.put("spark.volpool.device", "cpu");
+    SparkTests.Result r = SparkTests.run(conf);
+    assertThat(r.code()).as(r.err()).isZero();
+    Path out = tmp.resolve("cluster-out");
+    int[] code = new int[1];
+    String log = submit(tmp.resolve("submit.log"), code, "spark.volpool.input=" + in,
+        "spark.volpool.output=" + out, "spark.volpool.fused.weights=" + conf.get("spark.volpool.fused.weights"),
+        "spark.volpool.device=cpu", "spark.volpool.output.sharedFilesystem=true");
+    assertThat(code[0]).as(log).isZero();
+    assertThat(log).contains("volumes       512 in, 512 out");
+    assertThat(tasksRunBy(dir.resolve("worker0"))).as("tasks on worker 0").isPositive();
+    assertThat(tasksRunBy(dir.resolve("worker1"))).as("tasks on worker 1").isPositive();
+    assertThat(CrashTest.parquetChecksum(out)).isEqualTo(CrashTest.parquetChecksum(local));
+  }
+
+  @Test
+  void aGpuRequestOnWorkersWithoutGpusFailsClearly(@TempDir Path tmp) throws Exception {
+    Path out = tmp.resolve("gpu-out");
+    int[] code = new int[1];
+    String log = submit(tmp.resolve("gpu.log"), code,
+        "spark.volpool.input=" + JobEndToEndTest.SEED.dir().resolve("volumes_binary.parquet"),
+        "spark.volpool.output=" + out, "spark.volpool.fused.weights=" + JobEndToEndTest.SEED.model(),
+        "spark.volpool.device=gpu", "spark.volpool.output.sharedFilesystem=true",
+        "spark.executor.resource.gpu.amount=1", "spark.task.resource.gpu.amount=1",
+        "spark.executor.resource.gpu.discoveryScript=" + ROOT.resolve("scripts/get-gpus-resources.sh"),
+        "spark.volpool.cluster.resourceTimeout=20");
+    assertThat(code[0]).as(log).isEqualTo(VolpoolMain.EXIT_FAILED);
+    assertThat(log).contains("no task could start on spark://127.0.0.1:" + port + " within 20 s")
+        .contains("spark.executor.resource.gpu.amount=1");
+    assertThat(out).doesNotExist();
+    Map<?, ?> status = RunStatus.read(RunStatus.path(new org.apache.hadoop.fs.Path(out.toUri())),
+        new org.apache.hadoop.conf.Configuration());
+    assertThat(status.get("status")).isEqualTo("failed");
+    assertThat(status.get("exit_code")).isEqualTo(1);
+  }
+}
