@@ -23,12 +23,15 @@ if [ "$what" = jobtests ]; then
   # the launcher on the class path itself (not -jar), so tests that start a child JVM can pass java.class.path on
   "$J" -Xmx10g $OPENS -Dvolpool.golden="$GOLDEN" -Dvolpool.test.device=gpu -Dvolpool.test.opens="$OPENS" \
     -cp "$CPALL$(ls "$LIB"/junit-platform-console-standalone-*.jar)" org.junit.platform.console.ConsoleLauncher \
-    execute --scan-class-path "$(ls "$LIB"/volpool-job-*-tests.jar)" --details=summary \
+    execute ${JOB_TEST_CLASSES:---scan-class-path $(ls "$LIB"/volpool-job-*-tests.jar)} --details=summary \
     --disable-banner --reports-dir "${JUNIT_REPORTS:-/tmp/junit-job}" 2>&1 | tee "$OUT/gpu-job-tests.log" | grep -vE '^\s+at ' | tail -40
 fi
 if [ "$what" = datapath ]; then
   "$J" -Xmx24g -cp "$CPALL" io.volpool.bench.GpuBench conf/models/fused_seed.safetensors --only host 2>&1 | tee "$OUT/gpu-bench.log"
   bash scripts/bench-datapath.sh
+fi
+if [ "$what" = multigpu ]; then
+  bash scripts/bench-multigpu.sh
 fi
 if [ "$what" = e2e ]; then
   "$J" -Xmx16g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.SampleData /tmp/vols "${E2E_VOLUMES:-8192}" "${E2E_FILES:-16}" 2>&1 | tail -2

@@ -3,11 +3,12 @@
 # on the GPU machine): one Master and N Workers, for tests and benchmarks. Every process it starts is
 # recorded in DIR/pids and stopped by 'stop'.
 #
-#   scripts/standalone-cluster.sh start DIR MASTER_PORT WORKERS [CORES_PER_WORKER=1] [gpu]
+#   scripts/standalone-cluster.sh start DIR MASTER_PORT WORKERS [CORES_PER_WORKER=1] [GPUS_PER_WORKER=0]
 #   scripts/standalone-cluster.sh submit DIR MASTER_PORT [spark-submit args...]   (client mode, the -spark.jar)
 #   scripts/standalone-cluster.sh stop DIR
 #
-# With 'gpu' each worker i offers GPU i (spark.worker.resource.gpu.*, discovered by get-gpus-resources.sh).
+# With GPUS_PER_WORKER=n, worker i offers GPUs i*n .. i*n+n-1 (spark.worker.resource.gpu.*, discovered by
+# get-gpus-resources.sh); WORKER_MEMORY (default 4g) sets each worker's memory.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cmd=${1:?usage}; dir=${2:?usage}
@@ -20,7 +21,7 @@ cp=$(ls "$lib"/*.jar | grep -v -e '/volpool-' -e '/jcuda' -e console-standalone 
 log4j="-Dlog4j2.configurationFile=$root/conf/log4j2-cluster.properties"
 case "$cmd" in
   start)
-    port=${3:?MASTER_PORT}; workers=${4:?WORKERS}; cores=${5:-1}; gpu=${6:-}
+    port=${3:?MASTER_PORT}; workers=${4:?WORKERS}; cores=${5:-1}; gpus=${6:-0}
     mkdir -p "$dir"
     # workers launch executors from SPARK_HOME/jars: a home of links to the Spark jars (a RELEASE file marks it built)
     mkdir -p "$dir/spark-home/jars"
@@ -33,12 +34,14 @@ case "$cmd" in
     echo $! >>"$dir/pids"
     for i in $(seq 0 $((workers - 1))); do
       extra=""
-      if [ "$gpu" = gpu ]; then
-        extra="-Dspark.worker.resource.gpu.amount=1 -Dspark.worker.resource.gpu.discoveryScript=$root/scripts/get-gpus-resources.sh"
+      indices=""
+      if [ "$gpus" -gt 0 ]; then
+        extra="-Dspark.worker.resource.gpu.amount=$gpus -Dspark.worker.resource.gpu.discoveryScript=$root/scripts/get-gpus-resources.sh"
+        indices=$(seq -s, $((i * gpus)) $((i * gpus + gpus - 1)))
       fi
       mkdir -p "$dir/worker$i"
       # shellcheck disable=SC2086
-      VOLPOOL_GPU_INDICES=$i SPARK_LOCAL_IP=127.0.0.1 setsid "$java" -Xmx512m $JAVA_OPENS $log4j $extra -cp "$cp" \
+      VOLPOOL_GPU_INDICES=$indices SPARK_LOCAL_IP=127.0.0.1 setsid "$java" -Xmx512m $JAVA_OPENS $log4j $extra -cp "$cp" \
         org.apache.spark.deploy.worker.Worker "spark://127.0.0.1:$port" --host 127.0.0.1 --cores "$cores" \
         --memory "${WORKER_MEMORY:-4g}" --work-dir "$dir/worker$i" --webui-port 0 >"$dir/worker$i.log" 2>&1 &
       echo $! >>"$dir/pids"

@@ -228,4 +228,27 @@ class JobEndToEndTest {
     }
     assertThat(r.out()).contains("time by phase (summed over tasks):").contains("kernels");
   }
+
+  @Test
+  void everyOutputFooterRecordsWhatMadeIt(@TempDir Path tmp) throws Exception {
+    Path out = tmp.resolve("out");
+    SparkTests.Result r = SparkTests.run(seedConf(SEED.dir().resolve("volumes_binary.parquet"), "parquet", out));
+    assertThat(r.code()).as(r.err()).isZero();
+    String sha = java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+        .digest(Files.readAllBytes(SEED.model())));
+    try (var files = Files.list(out)) {
+      for (Path f : files.filter(p -> p.toString().endsWith(".parquet")).toList()) {
+        try (var reader = org.apache.parquet.hadoop.ParquetFileReader.open(new org.apache.parquet.io.LocalInputFile(f))) {
+          Map<String, String> kv = reader.getFooter().getFileMetaData().getKeyValueMetaData();
+          assertThat(kv.get("volpool.version")).isNotBlank().isNotEqualTo("unknown");
+          assertThat(kv.get("volpool.pipeline")).isEqualTo("fused(3->16, kernel=3, stride=2, padding=1, output_padding=0,"
+              + " pool_kernel=2),avgpool3d(kernel=3, stride=2, padding=1, ceil_mode=false, count_include_pad=true)");
+          assertThat(kv.get("volpool.model.sha256")).isEqualTo(sha);
+          assertThat(kv.get("volpool.input")).isEqualTo(SEED.dir().resolve("volumes_binary.parquet").toString());
+        }
+      }
+    }
+    JsonNode prov = new ObjectMapper().readTree(out.resolve(VolpoolJob.SUMMARY_FILE).toFile()).get("provenance");
+    assertThat(prov.get("volpool.model.sha256").asText()).isEqualTo(sha);
+  }
 }

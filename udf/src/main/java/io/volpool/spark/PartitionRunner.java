@@ -38,7 +38,7 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
   }
 
   /** The device index of this task on {@code backend}: the GPU Spark assigned it, else device 0. */
-  static int deviceOf(TaskContext tc, Backend backend) {
+  public static int deviceOf(TaskContext tc, Backend backend) {
     if (!(backend instanceof CudaBackend) || tc == null) {
       return 0;
     }

@@ -22,7 +22,30 @@ import java.util.stream.Collectors;
 public final class JobSettings {
   private final Map<String, String> values;
 
+  private final boolean forTransform;
+
   public JobSettings(Map<String, String> conf) {
+    this(conf, false);
+  }
+
+  /**
+   * Settings of {@link io.volpool.job.Volpool#transform}: the same keys, without input and output.
+   * Keys may be given without the {@code spark.volpool.} prefix.
+   */
+  public static JobSettings forTransform(Map<String, String> options) {
+    Map<String, String> m = new java.util.LinkedHashMap<>();
+    options.forEach((k, v) -> m.put(k.startsWith(VolpoolOptions.PREFIX) ? k : VolpoolOptions.PREFIX + k, v));
+    for (String k : List.of(VolpoolOptions.INPUT.key(), VolpoolOptions.OUTPUT.key(), VolpoolOptions.INPUT_FORMAT.key(),
+        VolpoolOptions.OUTPUT_FORMAT.key(), VolpoolOptions.MODE.key())) {
+      if (m.containsKey(k)) {
+        throw new SettingsException(k + " is a setting of the job; Volpool.transform reads and returns a DataFrame");
+      }
+    }
+    return new JobSettings(m, true);
+  }
+
+  private JobSettings(Map<String, String> conf, boolean forTransform) {
+    this.forTransform = forTransform;
     this.values = new TreeMap<>();
     conf.forEach((k, v) -> {
       if (k.startsWith(VolpoolOptions.PREFIX)) {
@@ -82,8 +105,10 @@ public final class JobSettings {
   }
 
   private void validate() {
-    input();
-    output();
+    if (!forTransform) {
+      input();
+      output();
+    }
     inputFormat();
     outputFormat();
     mode();

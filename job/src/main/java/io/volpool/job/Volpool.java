@@ -1,0 +1,145 @@
+package io.volpool.job;
+
+import io.volpool.cpu.CpuBackend;
+import io.volpool.format.SafeTensors;
+import io.volpool.job.config.JobSettings;
+import io.volpool.job.config.SettingsException;
+import io.volpool.op.AvgPool3dSpec;
+import io.volpool.op.FusedModel;
+import io.volpool.op.FusedOp;
+import io.volpool.op.Pipeline;
+import io.volpool.op.VolumeShape;
+import io.volpool.spark.RowInput;
+import io.volpool.spark.RowTransform;
+import io.volpool.spark.RunSpec;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.api.java.UDF3;
+import org.apache.spark.sql.api.java.UDF5;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * volpool inside any Spark application. {@link #transform} runs a pipeline over a DataFrame of
+ * volumes, in batches, on the GPU or the CPU, and returns a DataFrame whose other columns pass
+ * through, to filter, join or write anywhere. {@link #register} adds SQL functions that pool one
+ * volume per call (on the CPU, since single volumes cannot fill a GPU batch). Settings use the job's
+ * names ({@code spark.volpool.pipeline}, {@code fused.weights}, ...; the prefix may be left out).
+ */
+public final class Volpool {
+  /** The struct the SQL functions return: the output shape and its little-endian float32 bytes. */
+  public static final StructType RESULT = new StructType()
+      .add("shape", DataTypes.createArrayType(DataTypes.IntegerType, false), false)
+      .add("data", DataTypes.BinaryType, false);
+
+  private Volpool() {}
+
+  /**
+   * Runs the pipeline of {@code options} over the volumes of {@code in}: the binary layout
+   * ({@code shape} array&lt;int&gt;, {@code dtype} string, {@code data} binary) or an array&lt;float&gt;
+   * column with {@code spark.volpool.input.tensorShape}. Lazy, like any transformation.
+   *
+   * @return the other columns of {@code in}, then {@code shape}, {@code dtype} and {@code data}
+   * @throws SettingsException naming the option and the rule
+   */
+  public static Dataset<Row> transform(Dataset<Row> in, Map<String, String> options) {
+    JobSettings s = JobSettings.forTransform(options);
+    SparkSession spark = in.sparkSession();
+    Pipeline pipeline;
+    try {
+      pipeline = VolpoolJob.pipeline(s, spark.sparkContext().hadoopConfiguration());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    RowInput.Layout layout;
+    try {
+      layout = RowInput.Layout.of(in.schema(), s.tensorColumn(), s.tensorShape());
+    } catch (IllegalArgumentException e) {
+      throw new SettingsException("Volpool.transform: " + e.getMessage(), e);
+    }
+    RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), VolpoolJob.cpuThreads(s, spark), s.gpuMemoryFraction(),
+        s.memoryBudget(), "rows", null, s.npyMaxHeaderBytes(), 0);
+    return in.mapPartitions(new RowTransform(spec, layout), Encoders.row(layout.outputSchema()));
+  }
+
+  private static final ConcurrentHashMap<String, FusedOp> MODELS = new ConcurrentHashMap<>();
+  private static CpuBackend cpu;
+
+  private static synchronized CpuBackend cpu() {
+    if (cpu == null) {
+      cpu = CpuBackend.fast(1);
+    }
+    return cpu;
+  }
+
+  /**
+   * Registers {@code volpool_avgpool3d(data, shape, kernel, stride, padding)},
+   * {@code volpool_avgpool3d_full(data, shape, kernel, stride, padding, ceil_mode, count_include_pad)} and
+   * {@code volpool_fused(data, shape, 'model.safetensors')} (stride, padding and pool kernel from
+   * the model's metadata, else 2, 1, 2), each returning {@code struct<shape, data>}. A bad volume
+   * fails the query naming the rule, as the job does.
+   */
+  public static void register(SparkSession spark) {
+    spark.udf().register("volpool_avgpool3d", (UDF5<byte[], scala.collection.Seq<Object>, Integer, Integer, Integer, Row>)
+        (data, shape, k, st, p) -> run(Pipeline.of(new AvgPool3dSpec(k, st, p, false, true)), data, shape), RESULT);
+    spark.udf().register("volpool_avgpool3d_full", (org.apache.spark.sql.api.java.UDF7<byte[], scala.collection.Seq<Object>,
+        Integer, Integer, Integer, Boolean, Boolean, Row>) (data, shape, k, st, p, ceil, pad) ->
+        run(Pipeline.of(new AvgPool3dSpec(k, st, p, ceil, pad)), data, shape), RESULT);
+    spark.udf().register("volpool_fused", (UDF3<byte[], scala.collection.Seq<Object>, String, Row>)
+        (data, shape, model) -> run(Pipeline.of(model(model)), data, shape), RESULT);
+  }
+
+  private static FusedOp model(String path) {
+    return MODELS.computeIfAbsent(path, p -> {
+      try {
+        Path hp = new Path(p);
+        FileSystem fs = hp.getFileSystem(new org.apache.hadoop.conf.Configuration());
+        try (InputStream in = fs.open(hp)) {
+          return FusedModel.load(SafeTensors.read(in.readAllBytes(), p), FusedModel.Params.unset());
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("volpool_fused: cannot read the model " + p + ": " + e.getMessage(), e);
+      }
+    });
+  }
+
+  private static Row run(Pipeline p, byte[] data, scala.collection.Seq<Object> shape) {
+    if (data == null || shape == null) {
+      return null;
+    }
+    List<Object> dims = scala.jdk.javaapi.CollectionConverters.asJava(shape);
+    if (dims.size() != 4) {
+      throw new IllegalArgumentException("volpool: shape must have 4 dimensions [C, D, H, W], got " + dims);
+    }
+    VolumeShape in = VolumeShape.of(dims.stream().mapToInt(o -> ((Number) o).intValue()).toArray());
+    if (data.length != in.numel() * 4) {
+      throw new IllegalArgumentException("volpool: data holds " + data.length + " bytes but shape " + in + " of float32"
+          + " needs " + in.numel() * 4);
+    }
+    float[] x = new float[(int) in.numel()];
+    ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(x);
+    VolumeShape os = p.outputShape(in);
+    float[] y = cpu().run(p, in, x, 1);
+    ByteBuffer out = ByteBuffer.allocate(y.length * 4).order(ByteOrder.LITTLE_ENDIAN);
+    out.asFloatBuffer().put(y);
+    List<Integer> s = new ArrayList<>();
+    for (int d : os.toArray()) {
+      s.add(d);
+    }
+    return RowFactory.create(scala.jdk.javaapi.CollectionConverters.asScala(s).toSeq(), out.array());
+  }
+}

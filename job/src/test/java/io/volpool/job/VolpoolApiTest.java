@@ -1,0 +1,141 @@
+package io.volpool.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.volpool.format.NpyArray;
+import io.volpool.testing.Golden;
+import io.volpool.testing.Tolerance;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.functions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** The DataFrame API and the SQL functions, used as an application would, on every golden case. */
+class VolpoolApiTest {
+  static Stream<Golden.Case> cases() {
+    return Golden.cases().stream();
+  }
+
+  /** The case's input volumes as binary-layout rows, with an extra column that must pass through. */
+  static Dataset<Row> rows(Golden.Case c) {
+    NpyArray a = c.input();
+    long[] s = a.shape();
+    int per = (int) (s[1] * s[2] * s[3] * s[4]);
+    float[] x = a.toFloatArray();
+    List<Row> rows = new ArrayList<>();
+    for (int i = 0; i < s[0]; i++) {
+      ByteBuffer b = ByteBuffer.allocate(per * 4).order(ByteOrder.LITTLE_ENDIAN);
+      b.asFloatBuffer().put(x, i * per, per);
+      rows.add(RowFactory.create("v" + i, "tag-" + i, SampleData.seq((int) s[1], (int) s[2], (int) s[3], (int) s[4]),
+          "float32", b.array()));
+    }
+    return SparkTests.spark().createDataFrame(rows, new org.apache.spark.sql.types.StructType().add("id", "string")
+        .add("tag", "string")
+        .add("shape", org.apache.spark.sql.types.DataTypes.createArrayType(org.apache.spark.sql.types.DataTypes.IntegerType))
+        .add("dtype", "string").add("data", "binary"));
+  }
+
+  static Map<String, String> options(Golden.Case c) {
+    Map<String, String> o = new HashMap<>();
+    o.put("pipeline", c.op().equals("pipeline") ? "fused,avgpool3d" : c.op());
+    o.put("device", SparkTests.device());
+    JsonNode f = c.fusedParams();
+    if (f != null) {
+      o.put("fused.weights", c.model().toString());
+      o.put("fused.stride", f.get("stride").asText());
+      o.put("fused.padding", f.get("padding").asText());
+      o.put("fused.outputPadding", f.get("output_padding").asText());
+      o.put("fused.poolKernel", f.get("pool_kernel").asText());
+    }
+    JsonNode a = c.avgParams();
+    if (a != null) {
+      o.put("avgpool3d.kernelSize", a.get("kernel_size").asText());
+      o.put("avgpool3d.stride", a.get("stride").asText());
+      o.put("avgpool3d.padding", a.get("padding").asText());
+      o.put("avgpool3d.ceilMode", a.get("ceil_mode").asText());
+      o.put("avgpool3d.countIncludePad", a.get("count_include_pad").asText());
+    }
+    return o;
+  }
+
+  static float[] floats(byte[] b) {
+    float[] f = new float[b.length / 4];
+    ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(f);
+    return f;
+  }
+
+  static void assertMatches(Golden.Case c, List<Row> got, int dataCol) {
+    float[] exp = c.expected().toFloatArray();
+    long[] es = c.expected().shape();
+    int per = (int) (es[1] * es[2] * es[3] * es[4]);
+    assertThat(got).hasSize((int) es[0]);
+    for (Row r : got) {
+      int i = Integer.parseInt(r.getString(0).substring(1));
+      Tolerance.assertClose(floats((byte[]) r.get(dataCol)), Arrays.copyOfRange(exp, i * per, (i + 1) * per), c + " " + r.get(0));
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("cases")
+  void transformReproducesGoldenCase(Golden.Case c) {
+    Dataset<Row> out = Volpool.transform(rows(c), options(c));
+    assertThat(out.columns()).containsExactly("id", "tag", "shape", "dtype", "data");
+    List<Row> got = out.collectAsList();
+    for (Row r : got) {
+      assertThat(r.getString(1)).isEqualTo("tag-" + r.getString(0).substring(1));
+      long[] es = c.expected().shape();
+      assertThat(r.getList(2)).containsExactly((int) es[1], (int) es[2], (int) es[3], (int) es[4]);
+    }
+    assertMatches(c, got, 4);
+  }
+
+  @Test
+  void theTransformIsAnOrdinaryDataFrame() {
+    Golden.Case c = Golden.get("pipeline_seed");
+    Dataset<Row> out = Volpool.transform(rows(c).filter("id = 'v1'"), options(c));
+    Dataset<Row> labels = SparkTests.spark().createDataFrame(List.of(RowFactory.create("v1", "label-1")),
+        new org.apache.spark.sql.types.StructType().add("id", "string").add("label", "string"));
+    List<Row> joined = out.join(labels, "id").select("id", "label", "data").collectAsList();
+    assertThat(joined).hasSize(1);
+    assertThat(joined.get(0).getString(1)).isEqualTo("label-1");
+    out.write().mode("overwrite").saveAsTable("volpool_api_test_pooled");
+    assertThat(SparkTests.spark().table("volpool_api_test_pooled").count()).isEqualTo(1);
+    SparkTests.spark().sql("DROP TABLE volpool_api_test_pooled");
+  }
+
+  @Test
+  void sqlFunctionsReproduceGoldenCases() {
+    Volpool.register(SparkTests.spark());
+    for (Golden.Case c : Golden.cases()) {
+      rows(c).createOrReplaceTempView("vols");
+      String call;
+      if (c.op().equals("avgpool3d")) {
+        JsonNode a = c.avgParams();
+        call = "volpool_avgpool3d_full(data, shape, " + a.get("kernel_size") + ", " + a.get("stride") + ", "
+            + a.get("padding") + ", " + a.get("ceil_mode") + ", " + a.get("count_include_pad") + ")";
+      } else if (c.name().equals("fused_seed")) {
+        call = "volpool_fused(data, shape, '" + c.model() + "')";
+      } else {
+        continue;
+      }
+      List<Row> got = SparkTests.spark().sql("SELECT id, " + call + ".data FROM vols").collectAsList();
+      assertMatches(c, got, 1);
+    }
+    Golden.Case seed = Golden.get("avgpool_seed_small");
+    rows(seed).createOrReplaceTempView("vols");
+    assertThat(SparkTests.spark().sql("SELECT volpool_avgpool3d(data, shape, 3, 2, 1).shape FROM vols").first().getList(0))
+        .as("the issue's example call").hasSize(4);
+  }
+}

@@ -1,0 +1,219 @@
+package io.volpool.spark;
+
+import io.volpool.backend.VolumeSink;
+import io.volpool.io.BadRecordException;
+import io.volpool.io.PageGate;
+import io.volpool.io.VolumeInput;
+import io.volpool.io.VolumeSource;
+import io.volpool.op.VolumeShape;
+import java.io.Serializable;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Iterator;
+import java.util.List;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.BinaryType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.FloatType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Volumes of a DataFrame's rows, for {@code Volpool.transform}: the binary layout ({@code shape}
+ * array&lt;int&gt;, {@code dtype}, {@code data} binary) or an array&lt;float&gt; column of a fixed
+ * shape. Each row is checked by the same rules as the job's Parquet rows. The rows come from
+ * Spark, so their tensors are already on the heap; this reads them, it cannot stream them.
+ */
+public final class RowInput implements VolumeInput {
+  /** Where the tensors are in a row; built on the driver from the DataFrame's schema. */
+  public record Layout(StructType schema, int id, int shape, int dtype, int data, int tensor, VolumeShape fixed,
+      int[] passthrough) implements Serializable {
+
+    /** The layout of {@code schema}: the named (or only) array&lt;float&gt; column, else the binary layout. */
+    public static Layout of(StructType schema, String tensorColumn, VolumeShape fixed) {
+      int id = index(schema, "id");
+      if (tensorColumn == null && index(schema, "data") >= 0) {
+        int data = index(schema, "data");
+        int shape = index(schema, "shape");
+        int dtype = index(schema, "dtype");
+        if (!(schema.fields()[data].dataType() instanceof BinaryType) || shape < 0
+            || !(schema.fields()[shape].dataType() instanceof ArrayType at)
+            || !(at.elementType() instanceof IntegerType || at.elementType() instanceof LongType) || dtype < 0) {
+          throw new IllegalArgumentException("a binary 'data' column needs 'shape' array<int> and 'dtype' string columns"
+              + " beside it; got " + schema.simpleString());
+        }
+        return new Layout(schema, id, shape, dtype, data, -1, null, pass(schema, shape, dtype, data, -1));
+      }
+      int t = -1;
+      for (int i = 0; i < schema.size(); i++) {
+        StructField f = schema.fields()[i];
+        boolean floats = f.dataType() instanceof ArrayType at && at.elementType() instanceof FloatType;
+        if (tensorColumn != null ? f.name().equals(tensorColumn) : floats) {
+          if (!floats) {
+            throw new IllegalArgumentException("tensor column '" + tensorColumn + "' must be array<float>, got "
+                + f.dataType().simpleString());
+          }
+          if (t >= 0) {
+            throw new IllegalArgumentException("several array<float> columns; name one with spark.volpool.input.tensorColumn");
+          }
+          t = i;
+        }
+      }
+      if (t < 0) {
+        throw new IllegalArgumentException("no tensors: expected a binary 'data' column (with 'shape' and 'dtype') or an"
+            + " array<float> column, got " + schema.simpleString());
+      }
+      if (fixed == null) {
+        throw new IllegalArgumentException("array<float> column '" + schema.fields()[t].name() + "' needs its shape:"
+            + " set spark.volpool.input.tensorShape=C,D,H,W");
+      }
+      return new Layout(schema, id, -1, -1, -1, t, fixed, pass(schema, -1, -1, -1, t));
+    }
+
+    private static int[] pass(StructType s, int... skip) {
+      return java.util.stream.IntStream.range(0, s.size())
+          .filter(i -> java.util.Arrays.stream(skip).noneMatch(k -> k == i)).toArray();
+    }
+
+    static int index(StructType s, String name) {
+      for (int i = 0; i < s.size(); i++) {
+        if (s.fields()[i].name().equals(name)) {
+          return i;
+        }
+      }
+      return -1;
+    }
+
+    /** Pass-through columns, then {@code shape}, {@code dtype}, {@code data}. */
+    public StructType outputSchema() {
+      StructType out = new StructType();
+      for (int i : passthrough) {
+        out = out.add(schema.fields()[i]);
+      }
+      return out.add("shape", DataTypes.createArrayType(DataTypes.IntegerType, false), false)
+          .add("dtype", DataTypes.StringType, false).add("data", DataTypes.BinaryType, false);
+    }
+  }
+
+  private final Iterator<Row> rows;
+  private final Layout layout;
+  private long n;
+
+  public RowInput(Iterator<Row> rows, Layout layout) {
+    this.rows = rows;
+    this.layout = layout;
+  }
+
+  /** One row as a volume. */
+  public final class RowVolume implements VolumeSource {
+    private final Row row;
+    private final String record;
+    private VolumeShape shape;
+
+    RowVolume(Row row, long index) {
+      this.row = row;
+      this.record = layout.id() >= 0 && !row.isNullAt(layout.id()) ? "id=" + row.get(layout.id()) : "row " + index;
+    }
+
+    public Row row() {
+      return row;
+    }
+
+    @Override
+    public String record() {
+      return record;
+    }
+
+    @Override
+    public VolumeShape shape() {
+      if (shape == null) {
+        shape = layout.tensor() >= 0 ? fixedShape() : binaryShape();
+      }
+      return shape;
+    }
+
+    private VolumeShape fixedShape() {
+      if (row.isNullAt(layout.tensor())) {
+        throw new BadRecordException(record, "tensor column is null");
+      }
+      int len = row.getList(layout.tensor()).size();
+      if (len != layout.fixed().numel()) {
+        throw new BadRecordException(record, "tensor column holds " + len + " floats but its fixed shape "
+            + layout.fixed() + " needs " + layout.fixed().numel());
+      }
+      return layout.fixed();
+    }
+
+    private VolumeShape binaryShape() {
+      if (row.isNullAt(layout.shape())) {
+        throw new BadRecordException(record, "shape is null; every row needs shape [C, D, H, W]");
+      }
+      List<Object> dims = row.getList(layout.shape());
+      if (dims.size() != 4) {
+        throw new BadRecordException(record, "shape must have 4 dimensions [C, D, H, W], got " + dims);
+      }
+      int[] d = new int[4];
+      for (int i = 0; i < 4; i++) {
+        Object v = dims.get(i);
+        if (v == null || ((Number) v).longValue() <= 0 || ((Number) v).longValue() > Integer.MAX_VALUE) {
+          throw new BadRecordException(record, "shape must have 4 positive dimensions [C, D, H, W], got " + dims);
+        }
+        d[i] = ((Number) v).intValue();
+      }
+      VolumeShape s = VolumeShape.of(d);
+      String dtype = row.isNullAt(layout.dtype()) ? null : row.getString(layout.dtype());
+      if (!"float32".equals(dtype) && !"<f4".equals(dtype)) {
+        throw new BadRecordException(record, "dtype must be 'float32' (or '<f4'), got "
+            + (dtype == null ? "null" : "'" + dtype + "'"));
+      }
+      if (row.isNullAt(layout.data())) {
+        throw new BadRecordException(record, "data is null");
+      }
+      long len = ((byte[]) row.get(layout.data())).length;
+      if (len != s.numel() * 4) {
+        throw new BadRecordException(record, "data holds " + len + " bytes but shape " + s + " of float32 needs "
+            + s.numel() * 4 + " (shape x 4 bytes)");
+      }
+      return s;
+    }
+
+    @Override
+    public void copyTo(VolumeSink dst) {
+      shape();
+      if (layout.tensor() < 0) {
+        dst.put(ByteBuffer.wrap((byte[]) row.get(layout.data())));
+        return;
+      }
+      List<Object> vals = row.getList(layout.tensor());
+      ByteBuffer b = ByteBuffer.allocate(vals.size() * 4).order(ByteOrder.LITTLE_ENDIAN);
+      int i = 0;
+      for (Object v : vals) {
+        if (v == null) {
+          throw new BadRecordException(record, "tensor column has a null at element " + i);
+        }
+        b.putFloat((Float) v);
+        i++;
+      }
+      b.flip();
+      dst.put(b);
+    }
+  }
+
+  @Override
+  public VolumeSource next(PageGate gate) {
+    return rows.hasNext() ? new RowVolume(rows.next(), n++) : null;
+  }
+
+  @Override
+  public long volumes() {
+    return n;
+  }
+
+  @Override
+  public void close() {
+    // rows belong to Spark
+  }
+}
