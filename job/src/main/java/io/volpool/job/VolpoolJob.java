@@ -325,7 +325,8 @@ public final class VolpoolJob {
     ns[Phase.COMMIT.ordinal()] += driverCommitNanos;
     Map<String, Double> phases = new LinkedHashMap<>();
     for (Phase ph : Phase.values()) {
-      phases.put(ph.label(), Math.round(ns[ph.ordinal()] / 1e6) / 1e3);
+      // microseconds: a GPU kernel over a small batch takes far less than a millisecond
+      phases.put(ph.label(), Math.round(ns[ph.ordinal()] / 1e3) / 1e6);
     }
     return new RunSummary("succeeded", s.input(), s.inputFormat(), out.output().toString(), s.outputFormat(),
         p.describe(), backend, m.volumesRead().value(), committed.volumes(), committed.files(), m.bytesIn().value(),
