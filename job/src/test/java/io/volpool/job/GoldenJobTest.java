@@ -31,24 +31,8 @@ class GoldenJobTest {
     Files.createDirectories(in);
     Files.copy(c.dir().resolve("input.npy"), in.resolve("input.npy"));
     Path out = tmp.resolve("out");
-    Map<String, String> conf = SparkTests.conf("input", in.toString(), "input.format", "npy", "output", out.toString(),
-        "pipeline", c.op().equals("pipeline") ? "fused,avgpool3d" : c.op());
-    JsonNode f = c.fusedParams();
-    if (f != null) {
-      conf.put("spark.volpool.fused.weights", c.model().toString());
-      conf.put("spark.volpool.fused.stride", f.get("stride").asText());
-      conf.put("spark.volpool.fused.padding", f.get("padding").asText());
-      conf.put("spark.volpool.fused.outputPadding", f.get("output_padding").asText());
-      conf.put("spark.volpool.fused.poolKernel", f.get("pool_kernel").asText());
-    }
-    JsonNode a = c.avgParams();
-    if (a != null) {
-      conf.put("spark.volpool.avgpool3d.kernelSize", a.get("kernel_size").asText());
-      conf.put("spark.volpool.avgpool3d.stride", a.get("stride").asText());
-      conf.put("spark.volpool.avgpool3d.padding", a.get("padding").asText());
-      conf.put("spark.volpool.avgpool3d.ceilMode", a.get("ceil_mode").asText());
-      conf.put("spark.volpool.avgpool3d.countIncludePad", a.get("count_include_pad").asText());
-    }
+    Map<String, String> conf = SparkTests.conf("input", in.toString(), "input.format", "npy", "output", out.toString());
+    conf.putAll(SparkTests.caseSettings(c));
     SparkTests.Result r = SparkTests.run(conf);
     assertThat(r.code()).as("exit code; stderr: " + r.err()).isZero();
     NpyArray got = SparkTests.readNpy(out.resolve("input.npy"));

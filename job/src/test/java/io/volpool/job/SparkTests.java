@@ -66,6 +66,30 @@ final class SparkTests {
     return m;
   }
 
+  /** The spark.volpool.* settings of a golden case: its pipeline, the fused model and parameters, avgpool3d's. */
+  static Map<String, String> caseSettings(io.volpool.testing.Golden.Case c) {
+    Map<String, String> conf = new LinkedHashMap<>();
+    conf.put("spark.volpool.pipeline", c.op().equals("pipeline") ? "fused,avgpool3d" : c.op());
+    conf.put("spark.volpool.device", device());
+    com.fasterxml.jackson.databind.JsonNode f = c.fusedParams();
+    if (f != null) {
+      conf.put("spark.volpool.fused.weights", c.model().toString());
+      conf.put("spark.volpool.fused.stride", f.get("stride").asText());
+      conf.put("spark.volpool.fused.padding", f.get("padding").asText());
+      conf.put("spark.volpool.fused.outputPadding", f.get("output_padding").asText());
+      conf.put("spark.volpool.fused.poolKernel", f.get("pool_kernel").asText());
+    }
+    com.fasterxml.jackson.databind.JsonNode a = c.avgParams();
+    if (a != null) {
+      conf.put("spark.volpool.avgpool3d.kernelSize", a.get("kernel_size").asText());
+      conf.put("spark.volpool.avgpool3d.stride", a.get("stride").asText());
+      conf.put("spark.volpool.avgpool3d.padding", a.get("padding").asText());
+      conf.put("spark.volpool.avgpool3d.ceilMode", a.get("ceil_mode").asText());
+      conf.put("spark.volpool.avgpool3d.countIncludePad", a.get("count_include_pad").asText());
+    }
+    return conf;
+  }
+
   static void writeNpy(Path p, NpyArray a) throws IOException {
     Files.createDirectories(p.getParent());
     try (OutputStream os = Files.newOutputStream(p)) {

@@ -47,27 +47,9 @@ class VolpoolApiTest {
         .add("dtype", "string").add("data", "binary"));
   }
 
+  /** The job's settings of the case: transform takes the same keys. */
   static Map<String, String> options(Golden.Case c) {
-    Map<String, String> o = new HashMap<>();
-    o.put("pipeline", c.op().equals("pipeline") ? "fused,avgpool3d" : c.op());
-    o.put("device", SparkTests.device());
-    JsonNode f = c.fusedParams();
-    if (f != null) {
-      o.put("fused.weights", c.model().toString());
-      o.put("fused.stride", f.get("stride").asText());
-      o.put("fused.padding", f.get("padding").asText());
-      o.put("fused.outputPadding", f.get("output_padding").asText());
-      o.put("fused.poolKernel", f.get("pool_kernel").asText());
-    }
-    JsonNode a = c.avgParams();
-    if (a != null) {
-      o.put("avgpool3d.kernelSize", a.get("kernel_size").asText());
-      o.put("avgpool3d.stride", a.get("stride").asText());
-      o.put("avgpool3d.padding", a.get("padding").asText());
-      o.put("avgpool3d.ceilMode", a.get("ceil_mode").asText());
-      o.put("avgpool3d.countIncludePad", a.get("count_include_pad").asText());
-    }
-    return o;
+    return SparkTests.caseSettings(c);
   }
 
   static float[] floats(byte[] b) {

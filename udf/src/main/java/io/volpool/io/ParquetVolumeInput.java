@@ -110,43 +110,15 @@ public final class ParquetVolumeInput implements VolumeInput {
 
     private VolumeShape binaryShape() {
       long t0 = System.nanoTime();
-      List<Long> dims = RowValues.longList(group, TensorLayout.SHAPE);
-      if (dims == null) {
-        throw new BadRecordException(record, "shape is null; every row needs shape [C, D, H, W]");
-      }
-      if (dims.size() != 4) {
-        throw new BadRecordException(record, "shape must have 4 dimensions [C, D, H, W], got " + dims);
-      }
-      int[] d = new int[4];
-      for (int i = 0; i < 4; i++) {
-        Long v = dims.get(i);
-        if (v == null || v <= 0 || v > Integer.MAX_VALUE) {
-          throw new BadRecordException(record, "shape must have 4 positive dimensions [C, D, H, W], got " + dims);
-        }
-        d[i] = v.intValue();
-      }
-      VolumeShape s = VolumeShape.of(d);
-      String dtype = RowValues.string(group, TensorLayout.DTYPE);
-      if (!"float32".equals(dtype) && !"<f4".equals(dtype)) {
-        throw new BadRecordException(record, "dtype must be 'float32' (or '<f4'), got "
-            + (dtype == null ? "null" : "'" + dtype + "'"));
-      }
+      VolumeShape s = RowRules.shape(record, RowValues.longList(group, TensorLayout.SHAPE));
+      RowRules.dtype(record, RowValues.string(group, TensorLayout.DTYPE));
       if (!tensor.isValue()) {
         tensor.skipNull();
         consumed = true;
         throw new BadRecordException(record, "data is null");
       }
-      long want;
-      try {
-        want = Math.multiplyExact(s.numel(), 4L);
-      } catch (ArithmeticException e) {
-        throw new BadRecordException(record, "shape " + s + " has more elements than fit in 64 bits");
-      }
       dataLength = tensor.binaryLength();
-      if (dataLength != want) {
-        throw new BadRecordException(record, "data holds " + dataLength + " bytes but shape " + s + " of float32 needs "
-            + want + " (shape x 4 bytes)");
-      }
+      RowRules.length(record, s, dataLength);
       times.add(Phase.DECODE, System.nanoTime() - t0);
       return s;
     }

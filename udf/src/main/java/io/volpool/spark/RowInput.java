@@ -3,6 +3,7 @@ package io.volpool.spark;
 import io.volpool.backend.VolumeSink;
 import io.volpool.io.BadRecordException;
 import io.volpool.io.PageGate;
+import io.volpool.io.RowRules;
 import io.volpool.io.VolumeInput;
 import io.volpool.io.VolumeSource;
 import io.volpool.op.VolumeShape;
@@ -148,35 +149,12 @@ public final class RowInput implements VolumeInput {
     }
 
     private VolumeShape binaryShape() {
-      if (row.isNullAt(layout.shape())) {
-        throw new BadRecordException(record, "shape is null; every row needs shape [C, D, H, W]");
-      }
-      List<Object> dims = row.getList(layout.shape());
-      if (dims.size() != 4) {
-        throw new BadRecordException(record, "shape must have 4 dimensions [C, D, H, W], got " + dims);
-      }
-      int[] d = new int[4];
-      for (int i = 0; i < 4; i++) {
-        Object v = dims.get(i);
-        if (v == null || ((Number) v).longValue() <= 0 || ((Number) v).longValue() > Integer.MAX_VALUE) {
-          throw new BadRecordException(record, "shape must have 4 positive dimensions [C, D, H, W], got " + dims);
-        }
-        d[i] = ((Number) v).intValue();
-      }
-      VolumeShape s = VolumeShape.of(d);
-      String dtype = row.isNullAt(layout.dtype()) ? null : row.getString(layout.dtype());
-      if (!"float32".equals(dtype) && !"<f4".equals(dtype)) {
-        throw new BadRecordException(record, "dtype must be 'float32' (or '<f4'), got "
-            + (dtype == null ? "null" : "'" + dtype + "'"));
-      }
+      VolumeShape s = RowRules.shape(record, row.isNullAt(layout.shape()) ? null : row.getList(layout.shape()));
+      RowRules.dtype(record, row.isNullAt(layout.dtype()) ? null : row.getString(layout.dtype()));
       if (row.isNullAt(layout.data())) {
         throw new BadRecordException(record, "data is null");
       }
-      long len = ((byte[]) row.get(layout.data())).length;
-      if (len != s.numel() * 4) {
-        throw new BadRecordException(record, "data holds " + len + " bytes but shape " + s + " of float32 needs "
-            + s.numel() * 4 + " (shape x 4 bytes)");
-      }
+      RowRules.length(record, s, ((byte[]) row.get(layout.data())).length);
       return s;
     }
 
