@@ -2,7 +2,6 @@ package io.volpool.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import io.volpool.format.NpyArray;
 import io.volpool.testing.Golden;
 import io.volpool.testing.Tolerance;
