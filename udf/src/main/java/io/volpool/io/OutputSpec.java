@@ -13,7 +13,7 @@ import java.util.Map;
  * @param schema the output Parquet schema as text (pass-through columns, then shape, dtype, data)
  * @param passthrough the input columns copied to the output, in order
  * @param codec Parquet codec name ({@code UNCOMPRESSED}, {@code SNAPPY}, ...)
- * @param rowGroupBytes a row group is cut after a batch once it holds this many bytes
+ * @param rowGroupBytes the Parquet writer's row-group size hint (volpool writes one row group per batch)
  * @param metadata key-value metadata written into every Parquet footer
  */
 public record OutputSpec(String format, String schema, List<String> passthrough, String codec, long rowGroupBytes,

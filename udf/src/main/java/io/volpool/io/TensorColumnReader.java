@@ -324,6 +324,17 @@ final class TensorColumnReader implements AutoCloseable {
     }
   }
 
+  /** Takes page memory for a page read whole into the heap (compressed and decompressed size). */
+  private boolean leasePage(PageHeader h, PageGate gate, boolean midValue) {
+    long need = (long) h.getCompressed_page_size() + h.getUncompressed_page_size();
+    if (!take(gate, need, midValue)) {
+      return false;
+    }
+    pageLease = need;
+    leaseGate = gate;
+    return true;
+  }
+
   private boolean take(PageGate gate, long bytes, boolean midValue) {
     if (midValue) {
       gate.force(bytes);
@@ -349,12 +360,9 @@ final class TensorColumnReader implements AutoCloseable {
       times.add(Phase.READ, System.nanoTime() - t0);
       return true;
     }
-    long need = (long) h.getCompressed_page_size() + h.getUncompressed_page_size();
-    if (!take(gate, need, midValue)) {
+    if (!leasePage(h, gate, midValue)) {
       return false;
     }
-    pageLease = need;
-    leaseGate = gate;
     ByteBuffer page = readPage(h.getCompressed_page_size(), h.getUncompressed_page_size(), true);
     long t1 = times.lap(Phase.READ, t0);
     ByteBufferInputStream in = ByteBufferInputStream.wrap(page);
@@ -384,12 +392,9 @@ final class TensorColumnReader implements AutoCloseable {
       times.add(Phase.READ, System.nanoTime() - t0);
       return true;
     }
-    long need = (long) h.getCompressed_page_size() + h.getUncompressed_page_size();
-    if (!take(gate, need, midValue)) {
+    if (!leasePage(h, gate, midValue)) {
       return false;
     }
-    pageLease = need;
-    leaseGate = gate;
     rep = maxRep == 0 ? skipBytes(rlLen) : levels(readBytes(rlLen), maxRep, n);
     def = maxDef == 0 ? skipBytes(dlLen) : levels(readBytes(dlLen), maxDef, n);
     int dataLen = h.getCompressed_page_size() - rlLen - dlLen;
