@@ -83,6 +83,10 @@ public record NpyHeader(String descr, int itemSize, boolean bigEndian, boolean f
     } catch (CharacterCodingException e) {
       throw err(name, "header is not valid " + (major == 3 ? "UTF-8" : "latin-1"));
     }
+    if (header.indexOf('\0') >= 0) {
+      // Python refuses source text with a NUL anywhere, comments included, and so does numpy
+      throw err(name, "header contains a NUL byte at " + header.indexOf('\0') + ": " + abbreviate(header));
+    }
     Object lit;
     try {
       lit = new Literal(header, major < 3).parseAll();
@@ -238,6 +242,10 @@ public record NpyHeader(String descr, int itemSize, boolean bigEndian, boolean f
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f') {
           i++;
         } else if (c == '\\' && i + 1 < s.length() && s.charAt(i + 1) == '\n') {
+          if (i + 2 == s.length()) {
+            // Python reads a continuation with nothing after it as a cut-off statement
+            throw fail("line continuation at the end of the header");
+          }
           i += 2;
         } else if (c == '#') {
           while (i < s.length() && s.charAt(i) != '\n') {

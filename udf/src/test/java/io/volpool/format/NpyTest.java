@@ -133,4 +133,36 @@ class NpyTest {
     byte[] b = Arrays.copyOf(fixture("c_f4.npy"), 40);
     assertThatThrownBy(() -> Npy.read(b, "h.npy")).hasMessageContaining("runs past the end of the file");
   }
+
+  @Test
+  void rejectsALineContinuationThatEndsTheHeader() throws IOException {
+    // Python reads "{...} \\<newline>" at the end of the input as a statement cut off, and numpy
+    // refuses the file (SyntaxError, or TokenError on its Python 2 path); found by ParserFuzzTest.
+    byte[] b = fixture("c_f4.npy").clone();
+    int headerEnd = 10 + ((b[8] & 0xff) | (b[9] & 0xff) << 8);
+    assertThat(b[headerEnd - 1]).isEqualTo((byte) '\n');
+    assertThat(b[headerEnd - 2]).isEqualTo((byte) ' ');
+    b[headerEnd - 2] = '\\';
+    assertThatThrownBy(() -> Npy.read(b, "cont.npy")).isInstanceOf(TensorFormatException.class)
+        .hasMessageContaining("line continuation");
+    // the same continuation with anything after it is whitespace to Python, and to us
+    byte[] c = fixture("c_f4.npy").clone();
+    c[headerEnd - 3] = '\\';
+    c[headerEnd - 2] = '\n';
+    c[headerEnd - 1] = ' ';
+    assertThat(Npy.read(c, "cont-ok.npy").shape()).isEqualTo(Npy.read(fixture("c_f4.npy"), "c.npy").shape());
+  }
+
+  @Test
+  void rejectsANulByteEvenInAComment() throws IOException {
+    // Python will not read source text with a NUL in it, so numpy refuses the file; found by ParserFuzzTest
+    byte[] b = fixture("c_f4.npy").clone();
+    int headerEnd = 10 + ((b[8] & 0xff) | (b[9] & 0xff) << 8);
+    b[headerEnd - 6] = '#';
+    b[headerEnd - 4] = 0;
+    assertThatThrownBy(() -> Npy.read(b, "nul.npy")).isInstanceOf(TensorFormatException.class)
+        .hasMessageContaining("NUL byte");
+    b[headerEnd - 4] = 'x';
+    assertThat(Npy.read(b, "comment.npy").shape()).isEqualTo(new long[] {2, 3, 4, 5});
+  }
 }

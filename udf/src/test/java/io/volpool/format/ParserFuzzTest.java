@@ -32,7 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
  * other exception, a hang or running out of memory fails the test.
  */
 class ParserFuzzTest {
-  static final int MUTATIONS = 10_000;
+  static final int MUTATIONS = Integer.getInteger("volpool.fuzz.mutations", 10_000);
   static final long[] SEEDS = {1, 2, 3};
 
   static long seed() {
@@ -167,7 +167,8 @@ class ParserFuzzTest {
         if (e.getValue().equals(ref)) {
           c.acceptedIdentical++;
         } else {
-          c.other.add(e.getKey() + ": volpool read " + e.getValue() + " but numpy " + ref);
+          c.other.add(e.getKey() + ": volpool read " + e.getValue() + " but numpy " + ref + "; header "
+              + headerText(Files.readAllBytes(tmp.resolve(e.getKey()))));
         }
       }
     } else {
@@ -177,6 +178,27 @@ class ParserFuzzTest {
     System.out.println("fuzz .npy: " + c);
     assertThat(c.mutations).isGreaterThanOrEqualTo(MUTATIONS);
     assertThat(c.other).as("neither rejected with TensorFormatException nor read as numpy reads it").isEmpty();
+  }
+
+  /** The header of a .npy mutant as a Java string literal would write it, for the failure message. */
+  static String headerText(byte[] b) {
+    int at = b.length > 6 && b[6] >= 2 ? 12 : 10;
+    long n = b.length < at ? 0 : (b[8] & 0xff) | (b[9] & 0xff) << 8;
+    if (at == 12) {
+      n |= (b[10] & 0xffL) << 16 | (b[11] & 0xffL) << 24;
+    }
+    StringBuilder out = new StringBuilder("v" + (b.length > 6 ? b[6] : 0) + " \"");
+    for (int i = at; i < Math.min(b.length, at + n); i++) {
+      int c = b[i] & 0xff;
+      if (c == '\\' || c == '"') {
+        out.append('\\').append((char) c);
+      } else if (c >= 32 && c < 127) {
+        out.append((char) c);
+      } else {
+        out.append(String.format("\\x%02x", c));
+      }
+    }
+    return out.append('"').toString();
   }
 
   /** numpy's verdict on each file: the digest of its float32 C-order data and shape, or the error. */
