@@ -5,12 +5,16 @@ import io.volpool.backend.Batch;
 import io.volpool.backend.BatchExecutor;
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
+import io.volpool.backend.PlaneSink;
+import io.volpool.backend.PlaneSource;
 import io.volpool.backend.VolumeSink;
 import io.volpool.memory.BufferPool;
 import io.volpool.memory.MemoryBudget;
 import io.volpool.op.AvgPool3dSpec;
 import io.volpool.op.FusedOp;
 import io.volpool.op.Pipeline;
+import io.volpool.op.Slab;
+import io.volpool.op.SlabPlan;
 import io.volpool.op.Stage;
 import io.volpool.op.VolumeShape;
 import java.nio.ByteBuffer;
@@ -130,12 +134,93 @@ public final class CpuBackend implements Backend {
   }
 
   private void apply(Stage st, VolumeShape in, float[] x, int n, float[] y) {
+    apply(st, in, Slab.whole(in, st.outputShape(in)), x, n, y);
+  }
+
+  private void apply(Stage st, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
     if (st instanceof FusedOp f) {
-      kernels.fused(f, in, x, n, y);
+      kernels.fused(f, in, slab, x, n, y);
     } else if (st instanceof AvgPool3dSpec a) {
-      kernels.avgPool3d(a, in, x, n, y);
+      kernels.avgPool3d(a, in, slab, x, n, y);
     } else {
       throw new IllegalStateException("no CPU kernel for stage " + st.name());
+    }
+  }
+
+  /** Host bytes {@link #runSlabs} holds for slabs of {@code planes} output planes. */
+  public static long slabBytes(SlabPlan plan, int planes) {
+    int t = Math.min(planes, plan.output().d());
+    long floats = Slab.floats(plan.input(), plan.widestInput(0, t)) + Slab.floats(plan.output(), t);
+    for (int i = 0; i < plan.pipeline().stages().size(); i++) {
+      floats += Slab.floats(plan.shape(i), plan.widestInput(i, t));
+    }
+    return floats * Float.BYTES;
+  }
+
+  /**
+   * Runs {@code plan} over the one volume of {@code src} in slabs of {@code planes} output planes
+   * and hands each slab's output to {@code dst}, in order. Each slab reads the planes its outputs
+   * need, halo included; the planes it shares with the last slab are moved over, not read again.
+   * The buffers ({@link #slabBytes}) are taken from the memory budget for the run, waiting for
+   * room: call it holding no other batch.
+   */
+  public void runSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times) {
+    int stages = plan.pipeline().stages().size();
+    int od = plan.output().d();
+    int t = Math.min(planes, od);
+    long bytes = slabBytes(plan, t);
+    MemoryBudget budget = buffers.budget();
+    budget.acquire(bytes, MemoryBudget.Use.BATCHES, true, () -> "slabs of " + t + " output planes of volume "
+        + src.record() + " " + plan.input() + " through " + plan.pipeline().describe());
+    try {
+      VolumeShape in = plan.input();
+      int hw = in.h() * in.w();
+      float[] cur = new float[Math.toIntExact(Slab.floats(in, plan.widestInput(0, t)))];
+      float[] spare = new float[cur.length];
+      float[][] mid = new float[stages][];
+      for (int i = 1; i < stages; i++) {
+        mid[i] = new float[Math.toIntExact(Slab.floats(plan.shape(i), plan.widestInput(i, t)))];
+      }
+      float[] out = new float[Math.toIntExact(Slab.floats(plan.output(), t))];
+      int heldLo = 0;
+      int heldHi = 0;
+      for (int o0 = 0; o0 < od; o0 += t) {
+        int o1 = Math.min(od, o0 + t);
+        Slab[] sl = plan.slabs(o0, o1);
+        int a = sl[0].inD0();
+        int b = sl[0].inD1();
+        int stride = (b - a) * hw;
+        // planes this slab shares with the last one move to their place in the other buffer
+        int keepLo = Math.max(a, heldLo);
+        if (keepLo < heldHi) {
+          for (int c = 0; c < in.c(); c++) {
+            System.arraycopy(cur, c * (heldHi - heldLo) * hw + (keepLo - heldLo) * hw, spare, c * stride + (keepLo - a) * hw,
+                (heldHi - keepLo) * hw);
+          }
+        }
+        int from = Math.max(heldHi, a);
+        if (from < b) {
+          long r0 = System.nanoTime();
+          src.read(from, b, spare, (from - a) * hw, stride);
+          times.add(Phase.READ, System.nanoTime() - r0);
+        }
+        float[] swap = cur;
+        cur = spare;
+        spare = swap;
+        heldLo = a;
+        heldHi = b;
+        long k0 = System.nanoTime();
+        float[] x = cur;
+        for (int i = 0; i < stages; i++) {
+          float[] y = i == stages - 1 ? out : mid[i + 1];
+          apply(plan.pipeline().stages().get(i), plan.shape(i), sl[i], x, 1, y);
+          x = y;
+        }
+        times.add(Phase.KERNELS, System.nanoTime() - k0);
+        dst.write(o0, o1, out);
+      }
+    } finally {
+      budget.release(bytes, MemoryBudget.Use.BATCHES);
     }
   }
 

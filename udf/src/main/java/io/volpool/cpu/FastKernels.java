@@ -3,6 +3,7 @@ package io.volpool.cpu;
 import io.volpool.op.AvgPool3dSpec;
 import io.volpool.op.FusedOp;
 import io.volpool.op.FusedStencil;
+import io.volpool.op.Slab;
 import io.volpool.op.VolumeShape;
 import java.util.concurrent.ForkJoinPool;
 import java.util.function.IntConsumer;
@@ -35,7 +36,7 @@ public final class FastKernels implements VolumeKernels {
   }
 
   @Override
-  public void fused(FusedOp op, VolumeShape in, float[] x, int n, float[] y) {
+  public void fused(FusedOp op, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
     FusedStencil st = FusedStencil.of(op, in);
     VolumeShape out = st.output();
     FusedStencil.Dim dd = st.d();
@@ -49,19 +50,22 @@ public final class FastKernels implements VolumeKernels {
     int per = st.comboSize();
     float[] wts = st.weights();
     float[] cst = st.constant();
-    int inPlane = (int) in.plane();
     int inHW = in.h() * in.w();
-    int outPlane = (int) out.plane();
+    int inPlane = slab.inDn() * inHW;
     int outHW = out.h() * out.w();
-    parallel(n * out.d(), unit -> {
-      int b = unit / out.d();
-      int od = unit % out.d();
-      int xb = (int) (b * in.numel());
-      int yb = (int) (b * out.numel());
+    int outPlane = slab.outDn() * outHW;
+    int inD0 = slab.inD0();
+    int outD0 = slab.outD0();
+    int units = slab.outDn();
+    parallel(n * units, unit -> {
+      int b = unit / units;
+      int od = outD0 + unit % units;
+      int xb = b * cin * inPlane;
+      int yb = b * cout * outPlane;
       float[] acc = new float[cout];
       int pd = dd.pattern[od];
       int[] offD = dd.offset[pd];
-      int sd = dd.start[od];
+      int sd = dd.start[od] - inD0;
       for (int oh = 0; oh < out.h(); oh++) {
         int ph = dh.pattern[oh];
         int[] offH = dh.offset[ph];
@@ -88,7 +92,7 @@ public final class FastKernels implements VolumeKernels {
               }
             }
           }
-          int yo = yb + od * outHW + oh * out.w() + ow;
+          int yo = yb + (od - outD0) * outHW + oh * out.w() + ow;
           for (int co = 0; co < cout; co++) {
             y[yo + co * outPlane] = acc[co];
           }
@@ -116,22 +120,28 @@ public final class FastKernels implements VolumeKernels {
   }
 
   @Override
-  public void avgPool3d(AvgPool3dSpec sp, VolumeShape in, float[] x, int n, float[] y) {
+  public void avgPool3d(AvgPool3dSpec sp, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
     VolumeShape out = sp.outputShape(in);
     Windows wd = Windows.of(in.d(), out.d(), sp);
     Windows wh = Windows.of(in.h(), out.h(), sp);
     Windows ww = Windows.of(in.w(), out.w(), sp);
     int units = n * in.c();
+    int inD0 = slab.inD0();
+    int inDn = slab.inDn();
+    int outD0 = slab.outD0();
+    int outDn = slab.outDn();
+    long inPlane = (long) inDn * in.h() * in.w();
+    long outPlane = (long) outDn * out.h() * out.w();
     ThreadLocal<float[][]> scratch = ThreadLocal.withInitial(() -> new float[][] {
-        new float[in.h() * out.w()], new float[in.d() * out.h() * out.w()]});
+        new float[in.h() * out.w()], new float[inDn * out.h() * out.w()]});
     parallel(units, unit -> {
-      long xb = (long) unit * in.plane();
-      long yb = (long) unit * out.plane();
+      long xb = (long) unit * inPlane;
+      long yb = (long) unit * outPlane;
       float[][] s = scratch.get();
       float[] rowW = s[0];
       float[] planes = s[1];
       int ohw = out.h() * out.w();
-      for (int d = 0; d < in.d(); d++) {
+      for (int d = 0; d < inDn; d++) {
         // W pass over every row of plane d, then H pass into planes[d]
         int xp = (int) (xb + (long) d * in.h() * in.w());
         for (int hh = 0; hh < in.h(); hh++) {
@@ -159,13 +169,17 @@ public final class FastKernels implements VolumeKernels {
           }
         }
       }
-      for (int od = 0; od < out.d(); od++) {
-        int yo = (int) (yb + (long) od * ohw);
+      for (int od = outD0; od < outD0 + outDn; od++) {
+        if (wd.lo[od] < inD0 || wd.hi[od] > inD0 + inDn) {
+          throw new IllegalArgumentException("output plane " + od + " reads input planes [" + wd.lo[od] + ", " + wd.hi[od]
+              + ") outside the slab's [" + inD0 + ", " + (inD0 + inDn) + ")");
+        }
+        int yo = (int) (yb + (long) (od - outD0) * ohw);
         for (int i = 0; i < ohw; i++) {
           y[yo + i] = 0;
         }
         for (int d = wd.lo[od]; d < wd.hi[od]; d++) {
-          int pp = d * ohw;
+          int pp = (d - inD0) * ohw;
           for (int i = 0; i < ohw; i++) {
             y[yo + i] += planes[pp + i];
           }

@@ -3,6 +3,7 @@ package io.volpool.cpu;
 import io.volpool.op.AvgPool3dSpec;
 import io.volpool.op.FusedOp;
 import io.volpool.op.FusedWeights;
+import io.volpool.op.Slab;
 import io.volpool.op.VolumeShape;
 
 /**
@@ -11,7 +12,7 @@ import io.volpool.op.VolumeShape;
  */
 public final class ReferenceKernels implements VolumeKernels {
   @Override
-  public void fused(FusedOp op, VolumeShape in, float[] x, int n, float[] y) {
+  public void fused(FusedOp op, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
     VolumeShape cs = op.convShape(in);
     VolumeShape out = op.outputShape(in);
     FusedWeights fw = op.weights();
@@ -19,21 +20,28 @@ public final class ReferenceKernels implements VolumeKernels {
     int s = op.stride();
     int p = op.padding();
     int pk = op.poolKernel();
-    double[] conv = new double[(int) cs.numel()];
+    // the conv planes the slab's pooled outputs average, [cz0, cz0 + czn); the scatter below keeps
+    // only those, in the whole volume's order, so each value is the same sum
+    int cz0 = slab.outD0() * pk;
+    int czn = slab.outDn() * pk;
+    long cplane = (long) cs.h() * cs.w();
+    double[] conv = new double[(int) (cs.c() * czn * cplane)];
+    long inVol = (long) in.c() * slab.inDn() * in.h() * in.w();
+    long outVol = (long) out.c() * slab.outDn() * out.h() * out.w();
     for (int b = 0; b < n; b++) {
-      int xb = (int) (b * in.numel());
+      int xb = (int) (b * inVol);
       for (int co = 0; co < cs.c(); co++) {
-        java.util.Arrays.fill(conv, (int) (co * cs.plane()), (int) ((co + 1) * cs.plane()), fw.convBias()[co]);
+        java.util.Arrays.fill(conv, (int) (co * czn * cplane), (int) ((co + 1) * czn * cplane), fw.convBias()[co]);
       }
       for (int ci = 0; ci < in.c(); ci++) {
-        for (int id = 0; id < in.d(); id++) {
+        for (int id = slab.inD0(); id < slab.inD1(); id++) {
           for (int ih = 0; ih < in.h(); ih++) {
             for (int iw = 0; iw < in.w(); iw++) {
-              double v = x[xb + ((ci * in.d() + id) * in.h() + ih) * in.w() + iw];
+              double v = x[xb + ((ci * slab.inDn() + id - slab.inD0()) * in.h() + ih) * in.w() + iw];
               for (int co = 0; co < cs.c(); co++) {
                 for (int kd = 0; kd < k; kd++) {
-                  int od = id * s - p + kd;
-                  if (od < 0 || od >= cs.d()) {
+                  int od = id * s - p + kd - cz0;
+                  if (od < 0 || od >= czn) {
                     continue;
                   }
                   for (int kh = 0; kh < k; kh++) {
@@ -46,7 +54,7 @@ public final class ReferenceKernels implements VolumeKernels {
                       if (ow < 0 || ow >= cs.w()) {
                         continue;
                       }
-                      conv[((co * cs.d() + od) * cs.h() + oh) * cs.w() + ow] += v * fw.w(ci, co, kd, kh, kw);
+                      conv[((co * czn + od) * cs.h() + oh) * cs.w() + ow] += v * fw.w(ci, co, kd, kh, kw);
                     }
                   }
                 }
@@ -55,22 +63,22 @@ public final class ReferenceKernels implements VolumeKernels {
           }
         }
       }
-      int yb = (int) (b * out.numel());
+      int yb = (int) (b * outVol);
       for (int co = 0; co < out.c(); co++) {
-        for (int od = 0; od < out.d(); od++) {
+        for (int od = 0; od < slab.outDn(); od++) {
           for (int oh = 0; oh < out.h(); oh++) {
             for (int ow = 0; ow < out.w(); ow++) {
               double sum = 0;
               for (int a = 0; a < pk; a++) {
                 for (int bb = 0; bb < pk; bb++) {
                   for (int c = 0; c < pk; c++) {
-                    sum += conv[((co * cs.d() + od * pk + a) * cs.h() + oh * pk + bb) * cs.w() + ow * pk + c]
+                    sum += conv[((co * czn + od * pk + a) * cs.h() + oh * pk + bb) * cs.w() + ow * pk + c]
                         * (double) fw.scale1();
                   }
                 }
               }
               double avg = sum / (pk * pk * pk);
-              y[yb + ((co * out.d() + od) * out.h() + oh) * out.w() + ow] =
+              y[yb + ((co * slab.outDn() + od) * out.h() + oh) * out.w() + ow] =
                   (float) ((avg + fw.bias()[co]) * fw.scale2());
             }
           }
@@ -80,16 +88,18 @@ public final class ReferenceKernels implements VolumeKernels {
   }
 
   @Override
-  public void avgPool3d(AvgPool3dSpec sp, VolumeShape in, float[] x, int n, float[] y) {
+  public void avgPool3d(AvgPool3dSpec sp, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
     VolumeShape out = sp.outputShape(in);
     int k = sp.kernel();
     int s = sp.stride();
     int p = sp.padding();
+    long inPlane = (long) slab.inDn() * in.h() * in.w();
+    long outPlane = (long) slab.outDn() * out.h() * out.w();
     for (int b = 0; b < n; b++) {
       for (int c = 0; c < in.c(); c++) {
-        long xb = b * in.numel() + c * in.plane();
-        long yb = b * out.numel() + c * out.plane();
-        for (int od = 0; od < out.d(); od++) {
+        long xb = (b * in.c() + c) * inPlane;
+        long yb = (b * out.c() + c) * outPlane;
+        for (int od = slab.outD0(); od < slab.outD1(); od++) {
           for (int oh = 0; oh < out.h(); oh++) {
             for (int ow = 0; ow < out.w(); ow++) {
               int d0 = od * s - p;
@@ -109,12 +119,12 @@ public final class ReferenceKernels implements VolumeKernels {
               for (int d = d0; d < d1; d++) {
                 for (int h = h0; h < h1; h++) {
                   for (int w = w0; w < w1; w++) {
-                    sum += x[(int) (xb + ((long) d * in.h() + h) * in.w() + w)];
+                    sum += x[(int) (xb + ((long) (d - slab.inD0()) * in.h() + h) * in.w() + w)];
                   }
                 }
               }
               int divisor = sp.countIncludePad() ? poolSize : (d1 - d0) * (h1 - h0) * (w1 - w0);
-              y[(int) (yb + ((long) od * out.h() + oh) * out.w() + ow)] = (float) (sum / divisor);
+              y[(int) (yb + ((long) (od - slab.outD0()) * out.h() + oh) * out.w() + ow)] = (float) (sum / divisor);
             }
           }
         }

@@ -42,4 +42,10 @@ public record AvgPool3dSpec(int kernel, int stride, int padding, boolean ceilMod
     }
     return new VolumeShape(in.c(), od, oh, ow);
   }
+
+  @Override
+  public int[] inputPlanes(VolumeShape in, int o0, int o1) {
+    // output o averages input planes [o*s - p, o*s - p + k) clipped to the volume
+    return new int[] {Math.max(0, o0 * stride - padding), Math.min(in.d(), (o1 - 1) * stride - padding + kernel)};
+  }
 }

@@ -73,4 +73,19 @@ public record FusedOp(int stride, int padding, int outputPadding, int poolKernel
     }
     return new VolumeShape(c.c(), c.d() / p, c.h() / p, c.w() / p);
   }
+
+  @Override
+  public int[] inputPlanes(VolumeShape in, int o0, int o1) {
+    // the planes the stencil's taps read (padding taps read their output's first plane)
+    FusedStencil.Dim d = FusedStencil.dim(in.d(), kernel(), stride, padding, poolKernel, outputShape(in).d());
+    int lo = Integer.MAX_VALUE;
+    int hi = Integer.MIN_VALUE;
+    for (int o = o0; o < o1; o++) {
+      for (int off : d.offset[d.pattern[o]]) {
+        lo = Math.min(lo, d.start[o] + off);
+        hi = Math.max(hi, d.start[o] + off + 1);
+      }
+    }
+    return new int[] {lo, hi};
+  }
 }

@@ -1,0 +1,122 @@
+package io.volpool.op;
+
+import java.util.List;
+
+/**
+ * How a pipeline runs over one volume in slabs along D. For a range of final output planes it
+ * works back through the stages to the planes each stage reads (the composed halo: for fused then
+ * avgpool3d, the avgpool window of fused outputs, each needing its stencil's input planes), so a
+ * slab recomputes the few intermediate planes its neighbours also need instead of holding the
+ * volume. Immutable; one per (pipeline, input shape).
+ */
+public final class SlabPlan {
+  private final Pipeline pipeline;
+  private final List<VolumeShape> shapes;
+
+  public SlabPlan(Pipeline pipeline, VolumeShape input) {
+    if (pipeline.stages().isEmpty()) {
+      throw new IllegalArgumentException("the identity pipeline has no slabs: volumes are copied as they are");
+    }
+    this.pipeline = pipeline;
+    this.shapes = pipeline.shapes(input);
+  }
+
+  public VolumeShape input() {
+    return shapes.get(0);
+  }
+
+  public VolumeShape output() {
+    return shapes.get(shapes.size() - 1);
+  }
+
+  /** The shape entering stage {@code i} (and {@code output()} at {@code i == stages}). */
+  public VolumeShape shape(int i) {
+    return shapes.get(i);
+  }
+
+  public Pipeline pipeline() {
+    return pipeline;
+  }
+
+  /**
+   * The windows of each stage that produce final output planes {@code [o0, o1)}: entry {@code i}
+   * is stage {@code i}'s {@link Slab} (its input planes and the output planes the next stage reads).
+   */
+  public Slab[] slabs(int o0, int o1) {
+    if (o0 < 0 || o1 > output().d() || o0 >= o1) {
+      throw new IllegalArgumentException("output planes [" + o0 + ", " + o1 + ") outside [0, " + output().d() + ")");
+    }
+    int n = pipeline.stages().size();
+    Slab[] out = new Slab[n];
+    int lo = o0;
+    int hi = o1;
+    for (int i = n - 1; i >= 0; i--) {
+      int[] r = pipeline.stages().get(i).inputPlanes(shapes.get(i), lo, hi);
+      out[i] = new Slab(r[0], r[1] - r[0], lo, hi - lo);
+      lo = r[0];
+      hi = r[1];
+    }
+    return out;
+  }
+
+  /** The most planes stage {@code i}'s input window holds over slabs of {@code planes} output planes. */
+  public int widestInput(int stage, int planes) {
+    int od = output().d();
+    int t = Math.min(planes, od);
+    int most = 0;
+    for (int o0 = 0; o0 < od; o0 += t) {
+      most = Math.max(most, slabs(o0, Math.min(od, o0 + t))[stage].inDn());
+    }
+    return most;
+  }
+
+  /** The input planes {@code [lo, hi)} that final output planes {@code [o0, o1)} read. */
+  public int[] inputPlanes(int o0, int o1) {
+    Slab first = slabs(o0, o1)[0];
+    return new int[] {first.inD0(), first.inD1()};
+  }
+
+  /**
+   * Host floats a slab of {@code planes} output planes needs at most, over every position: each
+   * stage's input window, the first one twice (the planes a slab shares with the next are moved
+   * into the next one's buffer rather than read again), plus the final output.
+   */
+  public long floatsPerSlab(int planes) {
+    long most = 0;
+    int od = output().d();
+    int t = Math.min(planes, od);
+    // every position when there are few; else the ends and a run around the middle longer than
+    // any stride pattern (the window is widest where no edge clips it, and periodic in between)
+    java.util.stream.IntStream starts = od - t <= 512 ? java.util.stream.IntStream.rangeClosed(0, od - t)
+        : java.util.stream.IntStream.concat(java.util.stream.IntStream.of(0, od - t),
+            java.util.stream.IntStream.range(Math.max(0, od / 2 - t / 2 - 32), Math.min(od - t, od / 2 - t / 2 + 32)));
+    for (int o0 : starts.toArray()) {
+      Slab[] s = slabs(o0, o0 + t);
+      long f = Slab.floats(output(), t);
+      f += Slab.floats(shapes.get(0), s[0].inDn());
+      for (int i = 0; i < s.length; i++) {
+        f += Slab.floats(shapes.get(i), s[i].inDn());
+      }
+      most = Math.max(most, f);
+    }
+    return most;
+  }
+
+  /**
+   * The most output planes per slab whose buffers fit {@code bytes}, at least 1 (at least one
+   * plane is always possible: the caller's budget check then names the true need).
+   */
+  public int planesFor(long bytes) {
+    int lo = 1;
+    int hi = output().d();
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >>> 1;
+      if (floatsPerSlab(mid) * Float.BYTES <= bytes) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+}
