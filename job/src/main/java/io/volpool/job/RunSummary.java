@@ -9,13 +9,15 @@ import java.util.Map;
 
 /**
  * What a finished run did, printed as one screen and written as {@code _volpool_summary.json}
- * into the output directory: counts (volumes read, volumes and files committed), bytes, the time
- * of each phase summed over tasks, memory peaks and what made the output. Immutable value.
+ * into the output directory: counts (volumes read, volumes and files committed, volumes run in
+ * slabs; for volumes stored across rows, rows in and out and the volumes they hold), bytes, the
+ * time of each phase summed over tasks, memory peaks and what made the output. Immutable value.
  */
 public record RunSummary(String status, String input, String inputFormat, String output, String outputFormat,
     String pipeline, String backend, long rowsIn, long rowsOut, long filesOut, long bytesIn, long bytesOut, long batches,
-    double wallSeconds, Map<String, Double> phaseSeconds, long budgetBytes, long peakBudgetBytes, long peakHeapBytes,
-    List<String> skipped, Map<String, String> provenance, Map<String, String> settings) {
+    long slabbed, long volumesAcrossRows, double wallSeconds, Map<String, Double> phaseSeconds, long budgetBytes,
+    long peakBudgetBytes, long peakHeapBytes, List<String> skipped, Map<String, String> provenance,
+    Map<String, String> settings) {
 
   public double volumesPerSecond() {
     return wallSeconds > 0 ? rowsIn / wallSeconds : 0;
@@ -45,6 +47,10 @@ public record RunSummary(String status, String input, String inputFormat, String
     m.put("bytes_in", bytesIn);
     m.put("bytes_out", bytesOut);
     m.put("batches", batches);
+    m.put("volumes_in_slabs", slabbed);
+    if (volumesAcrossRows >= 0) {
+      m.put("volumes_across_rows", volumesAcrossRows);
+    }
     m.put("wall_seconds", Math.round(wallSeconds * 1000) / 1000.0);
     m.put("volumes_per_second", Math.round(volumesPerSecond() * 10) / 10.0);
     m.put("gb_per_second_in", Math.round(gbPerSecondIn() * 1000) / 1000.0);
@@ -80,7 +86,9 @@ public record RunSummary(String status, String input, String inputFormat, String
         "  input         " + input + " (" + inputFormat + ")" + (skipped.isEmpty() ? ""
             : ", " + skipped.size() + " file(s) skipped (see the log)"),
         "  output        " + output + " (" + outputFormat + ")",
-        "  volumes       " + rowsIn + " in, " + rowsOut + " out, " + batches + " batches, " + filesOut + " files",
+        "  volumes       " + rowsIn + " in, " + rowsOut + " out, " + batches + " batches, " + filesOut + " files"
+            + (slabbed > 0 ? ", " + slabbed + " slabbed" : "")
+            + (volumesAcrossRows >= 0 ? " (rows of " + volumesAcrossRows + " volumes stored across rows)" : ""),
         "  bytes         " + mib(bytesIn) + " in, " + mib(bytesOut) + " out",
         String.format("  wall time     %.2f s", wallSeconds),
         String.format("  throughput    %.1f volumes/s, %.3f GB/s in, %.3f GB/s out", volumesPerSecond(), gbPerSecondIn(),

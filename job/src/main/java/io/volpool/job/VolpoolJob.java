@@ -13,6 +13,7 @@ import io.volpool.job.io.CommittedOutput;
 import io.volpool.job.io.InputPlanner;
 import io.volpool.job.io.ParquetInspector;
 import io.volpool.job.io.PathOverlap;
+import io.volpool.job.io.PlaneRowPlanner;
 import io.volpool.job.io.StagedOutput;
 import io.volpool.op.AvgPool3dSpec;
 import io.volpool.op.FusedModel;
@@ -188,13 +189,21 @@ public final class VolpoolJob {
             + " pipeline cannot take: " + e.getMessage(), e);
       }
     }
+    boolean planeRows = layout != null && layout.planeRows();
+    if (planeRows) {
+      // volumes stored across rows: the rows of each volume are found and checked on the driver
+      plan = PlaneRowPlanner.plan(s.input(), layout, conf, maxPartition, openCost, cores);
+      LOG.info("volpool: {} input rows hold {} volume(s) stored across rows; they run in slabs along D",
+          plan.rows(), plan.volumes());
+    }
     boolean npyOut = s.outputFormat().equals("npy");
     OutputSpec outSpec = new OutputSpec(s.outputFormat(),
-        (layout == null ? TensorLayout.npyOutputSchema() : layout.outputSchema()).toString(),
+        (layout == null ? TensorLayout.npyOutputSchema(false) : layout.outputSchema(planeRows)).toString(),
         layout == null ? List.of(TensorLayout.ID) : layout.passthrough(), codec(s), ROW_GROUP_BYTES,
         provenance(s, pipeline, conf));
     RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuMemoryFraction(),
-        s.memoryBudget(), s.inputFormat(), layout, s.npyMaxHeaderBytes(), npyOut ? 0 : ParquetBatchWriter.GAP);
+        s.memoryBudget(), s.inputFormat(), layout, s.npyMaxHeaderBytes(), npyOut ? 0 : ParquetBatchWriter.GAP,
+        s.outputRowBytes());
     StagedOutput out = StagedOutput.prepare(s.output(), s.overwrite(), conf);
     JobMetrics metrics = JobMetrics.register(spark.sparkContext());
     LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}", s.input(),
@@ -330,7 +339,7 @@ public final class VolpoolJob {
     }
     return new RunSummary("succeeded", s.input(), s.inputFormat(), out.output().toString(), s.outputFormat(),
         p.describe(), backend, m.volumesRead().value(), committed.volumes(), committed.files(), m.bytesIn().value(),
-        m.bytesOut().value(), m.batches().value(), secs, phases, spec.budgetBytes(), m.peakBudgetBytes().value(),
+        m.bytesOut().value(), m.batches().value(), m.slabbedVolumes().value(), plan.volumes(), secs, phases, spec.budgetBytes(), m.peakBudgetBytes().value(),
         m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective());
   }
 }

@@ -3,6 +3,7 @@ package io.volpool.cpu;
 import io.volpool.backend.Backend;
 import io.volpool.backend.Batch;
 import io.volpool.backend.BatchExecutor;
+import io.volpool.backend.FloatSink;
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.PlaneSink;
@@ -147,6 +148,14 @@ public final class CpuBackend implements Backend {
     }
   }
 
+  /** Host bytes a batch of {@code n} volumes of {@code in} holds on this backend (see {@link BatchExecutor#batchBytes()}). */
+  public static long batchBytes(Pipeline pipeline, VolumeShape in, int n, int gap) {
+    List<VolumeShape> shapes = pipeline.shapes(in);
+    VolumeShape o = shapes.get(shapes.size() - 1);
+    long floats = pipeline.stages().isEmpty() ? 0 : shapes.stream().mapToLong(VolumeShape::numel).sum() * n;
+    return floats * Float.BYTES + n * (gap + o.bytes());
+  }
+
   /** Host bytes {@link #runSlabs} holds for slabs of {@code planes} output planes. */
   public static long slabBytes(SlabPlan plan, int planes) {
     int t = Math.min(planes, plan.output().d());
@@ -159,68 +168,132 @@ public final class CpuBackend implements Backend {
 
   /**
    * Runs {@code plan} over the one volume of {@code src} in slabs of {@code planes} output planes
-   * and hands each slab's output to {@code dst}, in order. Each slab reads the planes its outputs
-   * need, halo included; the planes it shares with the last slab are moved over, not read again.
-   * The buffers ({@link #slabBytes}) are taken from the memory budget for the run, waiting for
-   * room: call it holding no other batch.
+   * and hands each slab's output to {@code dst}, in order (see {@link SlabRun}).
    */
   public void runSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times) {
-    int stages = plan.pipeline().stages().size();
-    int od = plan.output().d();
-    int t = Math.min(planes, od);
-    long bytes = slabBytes(plan, t);
-    MemoryBudget budget = buffers.budget();
-    budget.acquire(bytes, MemoryBudget.Use.BATCHES, true, () -> "slabs of " + t + " output planes of volume "
-        + src.record() + " " + plan.input() + " through " + plan.pipeline().describe());
-    try {
+    try (SlabRun run = startSlabs(plan, planes, src, dst, times)) {
+      while (run.step()) {
+        // each step hands one slab to dst
+      }
+    }
+  }
+
+  /**
+   * Starts a slabbed run; the caller drives it with {@link SlabRun#step()} and closes it. The
+   * buffers ({@link #slabBytes}) are taken from the memory budget, waiting for room: call it
+   * holding no other batch.
+   */
+  public SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times) {
+    return new SlabRun(plan, planes, src, dst, times);
+  }
+
+  /**
+   * One volume through a pipeline in slabs along D. Each step reads the planes the next slab's
+   * outputs need, halo included (the planes it shares with the last slab are moved over, not read
+   * again), runs every stage on its window and hands the output planes to the sink.
+   */
+  public final class SlabRun implements AutoCloseable {
+    private final SlabPlan plan;
+    private final PlaneSource src;
+    private final PlaneSink dst;
+    private final PhaseTimes times;
+    private final int t;
+    private final long bytes;
+    private final int hw;
+    private float[] cur;
+    private float[] spare;
+    private final float[][] mid;
+    private final float[] out;
+    private int heldLo;
+    private int heldHi;
+    private int o0;
+    private boolean closed;
+
+    SlabRun(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times) {
+      this.plan = plan;
+      this.src = src;
+      this.dst = dst;
+      this.times = times;
+      int stages = plan.pipeline().stages().size();
+      this.t = Math.max(1, Math.min(planes, plan.output().d()));
+      this.bytes = slabBytes(plan, t);
+      long w0 = System.nanoTime();
+      buffers.budget().acquire(bytes, MemoryBudget.Use.BATCHES, true, () -> "slabs of " + t + " output planes of volume "
+          + src.record() + " " + plan.input() + " through " + plan.pipeline().describe());
+      times.add(Phase.WAIT_BUDGET, System.nanoTime() - w0);
       VolumeShape in = plan.input();
-      int hw = in.h() * in.w();
-      float[] cur = new float[Math.toIntExact(Slab.floats(in, plan.widestInput(0, t)))];
-      float[] spare = new float[cur.length];
-      float[][] mid = new float[stages][];
+      this.hw = in.h() * in.w();
+      this.cur = new float[Math.toIntExact(Slab.floats(in, plan.widestInput(0, t)))];
+      this.spare = new float[cur.length];
+      this.mid = new float[stages][];
       for (int i = 1; i < stages; i++) {
         mid[i] = new float[Math.toIntExact(Slab.floats(plan.shape(i), plan.widestInput(i, t)))];
       }
-      float[] out = new float[Math.toIntExact(Slab.floats(plan.output(), t))];
-      int heldLo = 0;
-      int heldHi = 0;
-      for (int o0 = 0; o0 < od; o0 += t) {
-        int o1 = Math.min(od, o0 + t);
-        Slab[] sl = plan.slabs(o0, o1);
-        int a = sl[0].inD0();
-        int b = sl[0].inD1();
-        int stride = (b - a) * hw;
-        // planes this slab shares with the last one move to their place in the other buffer
-        int keepLo = Math.max(a, heldLo);
-        if (keepLo < heldHi) {
-          for (int c = 0; c < in.c(); c++) {
-            System.arraycopy(cur, c * (heldHi - heldLo) * hw + (keepLo - heldLo) * hw, spare, c * stride + (keepLo - a) * hw,
-                (heldHi - keepLo) * hw);
-          }
-        }
-        int from = Math.max(heldHi, a);
-        if (from < b) {
-          long r0 = System.nanoTime();
-          src.read(from, b, spare, (from - a) * hw, stride);
-          times.add(Phase.READ, System.nanoTime() - r0);
-        }
-        float[] swap = cur;
-        cur = spare;
-        spare = swap;
-        heldLo = a;
-        heldHi = b;
-        long k0 = System.nanoTime();
-        float[] x = cur;
-        for (int i = 0; i < stages; i++) {
-          float[] y = i == stages - 1 ? out : mid[i + 1];
-          apply(plan.pipeline().stages().get(i), plan.shape(i), sl[i], x, 1, y);
-          x = y;
-        }
-        times.add(Phase.KERNELS, System.nanoTime() - k0);
-        dst.write(o0, o1, out);
+      this.out = new float[Math.toIntExact(Slab.floats(plan.output(), t))];
+    }
+
+    /** Output planes per slab. */
+    public int planes() {
+      return t;
+    }
+
+    /** Host bytes the run holds. */
+    public long bytes() {
+      return bytes;
+    }
+
+    /** Runs the next slab; false when every output plane has been handed over. */
+    public boolean step() {
+      int od = plan.output().d();
+      if (o0 >= od) {
+        return false;
       }
-    } finally {
-      budget.release(bytes, MemoryBudget.Use.BATCHES);
+      int stages = plan.pipeline().stages().size();
+      int o1 = Math.min(od, o0 + t);
+      Slab[] sl = plan.slabs(o0, o1);
+      int a = sl[0].inD0();
+      int b = sl[0].inD1();
+      int stride = (b - a) * hw;
+      int keepLo = Math.max(a, heldLo);
+      if (keepLo < heldHi) {
+        for (int c = 0; c < plan.input().c(); c++) {
+          System.arraycopy(cur, c * (heldHi - heldLo) * hw + (keepLo - heldLo) * hw, spare, c * stride + (keepLo - a) * hw,
+              (heldHi - keepLo) * hw);
+        }
+      }
+      int from = Math.max(heldHi, a);
+      if (from < b) {
+        long r0 = System.nanoTime();
+        src.read(from, b, spare, (from - a) * hw, stride);
+        times.add(Phase.READ, System.nanoTime() - r0);
+      }
+      float[] swap = cur;
+      cur = spare;
+      spare = swap;
+      heldLo = a;
+      heldHi = b;
+      long k0 = System.nanoTime();
+      float[] x = cur;
+      for (int i = 0; i < stages; i++) {
+        float[] y = i == stages - 1 ? out : mid[i + 1];
+        apply(plan.pipeline().stages().get(i), plan.shape(i), sl[i], x, 1, y);
+        x = y;
+      }
+      times.add(Phase.KERNELS, System.nanoTime() - k0);
+      dst.write(o0, o1, out);
+      o0 = o1;
+      return true;
+    }
+
+    /** Gives the buffers back to the budget; safe to call twice. */
+    @Override
+    public void close() {
+      if (!closed) {
+        closed = true;
+        cur = null;
+        spare = null;
+        buffers.budget().release(bytes, MemoryBudget.Use.BATCHES);
+      }
     }
   }
 
@@ -405,47 +478,6 @@ public final class CpuBackend implements Backend {
     @Override
     public long position() {
       return pos;
-    }
-  }
-
-  /** Writes little-endian float32 bytes into a float array. */
-  private static final class FloatSink implements VolumeSink {
-    private final float[] a;
-    private int pos;
-
-    FloatSink(float[] a) {
-      this.a = a;
-    }
-
-    @Override
-    public void put(ByteBuffer src) {
-      int nf = src.remaining() / Float.BYTES;
-      if (nf * Float.BYTES != src.remaining()) {
-        throw new IllegalArgumentException("a volume sink takes whole floats, got " + src.remaining() + " bytes");
-      }
-      src.slice().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(a, pos, nf);
-      src.position(src.limit());
-      pos += nf;
-    }
-
-    @Override
-    public void putFloat(float v) {
-      a[pos++] = v;
-    }
-
-    @Override
-    public ByteBuffer window(int n) {
-      return null;
-    }
-
-    @Override
-    public void advance(int n) {
-      throw new UnsupportedOperationException("a float sink has no byte window");
-    }
-
-    @Override
-    public long position() {
-      return (long) pos * Float.BYTES;
     }
   }
 }

@@ -84,6 +84,16 @@ public final class ParquetBatchWriter implements AutoCloseable {
    * @param out the batch output; volume {@code i} at {@code offsets[i]}, with {@link #GAP} writable bytes before it
    */
   public void write(List<VolumeSource> items, VolumeShape outShape, ByteBuffer out, long[] offsets) throws IOException {
+    write(items, outShape, out, offsets, null);
+  }
+
+  /**
+   * Writes rows as one row group; with {@code planes}, row {@code i} holds planes
+   * {@code [planes[i][0], planes[i][1])} of every channel of a volume of shape {@code outShape}
+   * (the file's schema then has {@code d0} and {@code d1}; whole volumes get {@code [0, D)}).
+   */
+  public void write(List<VolumeSource> items, VolumeShape outShape, ByteBuffer out, long[] offsets, int[][] planes)
+      throws IOException {
     long t0 = System.nanoTime();
     int n = items.size();
     ParquetProperties props = ParquetProperties.builder().withPageWriteChecksumEnabled(true).build();
@@ -97,6 +107,8 @@ public final class ParquetBatchWriter implements AutoCloseable {
     int[] shape = outShape.toArray();
     int shapeField = small.getFieldIndex(TensorLayout.SHAPE);
     int dtypeField = small.getFieldIndex(TensorLayout.DTYPE);
+    boolean planeRows = small.containsField(TensorLayout.D0);
+    int row = 0;
     for (VolumeSource v : items) {
       rc.startMessage();
       writePassthrough(rc, v);
@@ -116,6 +128,19 @@ public final class ParquetBatchWriter implements AutoCloseable {
       rc.startField(TensorLayout.DTYPE, dtypeField);
       rc.addBinary(dtype);
       rc.endField(TensorLayout.DTYPE, dtypeField);
+      if (planeRows) {
+        int[] pr = planes == null ? new int[] {0, outShape.d()} : planes[row];
+        for (int k = 0; k < 2; k++) {
+          String name = k == 0 ? TensorLayout.D0 : TensorLayout.D1;
+          int field = small.getFieldIndex(name);
+          rc.startField(name, field);
+          rc.addInteger(pr[k]);
+          rc.endField(name, field);
+        }
+      } else if (planes != null) {
+        throw new IllegalStateException("rows of a volume stored across rows, but the output schema has no d0/d1 columns");
+      }
+      row++;
       rc.endMessage();
     }
     columns.flush();
@@ -124,10 +149,11 @@ public final class ParquetBatchWriter implements AutoCloseable {
     pages.flushToFileWriter(file);
     columns.close();
     pages.close();
-    int ob = (int) outShape.bytes();
     file.startColumn(data, n, codec);
     Statistics<?> none = Statistics.noopStats(data.getPrimitiveType());
+    long planeBytes = (long) outShape.c() * outShape.h() * outShape.w() * Float.BYTES;
     for (int i = 0; i < n; i++) {
+      int ob = (int) (planes == null ? outShape.bytes() : (planes[i][1] - planes[i][0]) * planeBytes);
       int at = (int) offsets[i] - GAP;
       out.order(ByteOrder.LITTLE_ENDIAN).putInt(at, ob);
       ByteBuffer page = out.slice(at, GAP + ob);

@@ -76,6 +76,8 @@ public final class ParquetVolumeInput implements VolumeInput {
     private final String record;
     private final ParquetSplit from;
     private VolumeShape shape;
+    private VolumeShape whole;
+    private int[] planes;
     private int dataLength = -1;
     private boolean consumed;
 
@@ -104,13 +106,36 @@ public final class ParquetVolumeInput implements VolumeInput {
     public VolumeShape shape() {
       if (shape == null) {
         shape = layout.isBinary() ? binaryShape() : layout.fixedShape();
+        if (whole == null) {
+          whole = shape;
+        }
       }
       return shape;
+    }
+
+    /**
+     * For volumes stored across rows: the planes {@code [d0, d1)} this row holds (its {@link #shape()}
+     * is then {@code [C, d1 - d0, H, W]}); null for a row holding a whole volume.
+     */
+    public int[] planes() {
+      shape();
+      return planes;
+    }
+
+    /** The shape of the whole volume: the {@code shape} column (for a row holding a whole volume, {@link #shape()}). */
+    public VolumeShape wholeShape() {
+      shape();
+      return whole;
     }
 
     private VolumeShape binaryShape() {
       long t0 = System.nanoTime();
       VolumeShape s = RowRules.shape(record, RowValues.longList(group, TensorLayout.SHAPE));
+      whole = s;
+      if (layout.planeRows()) {
+        planes = RowRules.planes(record, s, RowValues.integer(group, TensorLayout.D0), RowValues.integer(group, TensorLayout.D1));
+        s = new VolumeShape(s.c(), planes[1] - planes[0], s.h(), s.w());
+      }
       RowRules.dtype(record, RowValues.string(group, TensorLayout.DTYPE));
       if (!tensor.isValue()) {
         tensor.skipNull();
@@ -332,12 +357,12 @@ public final class ParquetVolumeInput implements VolumeInput {
     }
   }
 
-  /** Reads values of the small columns from a row's group. */
-  static final class RowValues {
+  /** Reads values of the small columns from a row's group (here and in the driver's planning). */
+  public static final class RowValues {
     private RowValues() {}
 
     /** The row's id as text, when the input has an {@code id} column and the row a value. */
-    static String id(Group g) {
+    public static String id(Group g) {
       if (g == null || !g.getType().containsField(TensorLayout.ID)) {
         return null;
       }
@@ -352,13 +377,19 @@ public final class ParquetVolumeInput implements VolumeInput {
       return t.isPrimitive() ? g.getValueToString(f, 0) : null;
     }
 
+    /** An integer column's value, null when the row has none. */
+    public static Long integer(Group g, String field) {
+      int f = g.getType().getFieldIndex(field);
+      return g.getFieldRepetitionCount(f) == 0 ? null : primitive(g, f, 0);
+    }
+
     static String string(Group g, String field) {
       int f = g.getType().getFieldIndex(field);
       return g.getFieldRepetitionCount(f) == 0 ? null : g.getString(f, 0);
     }
 
     /** The integers of a list column (3-level, 2-level or a bare repeated field), null elements as null; null for a null list. */
-    static List<Long> longList(Group g, String field) {
+    public static List<Long> longList(Group g, String field) {
       int f = g.getType().getFieldIndex(field);
       Type t = g.getType().getType(f);
       List<Long> out = new ArrayList<>();

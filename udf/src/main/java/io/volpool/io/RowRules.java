@@ -50,4 +50,20 @@ public final class RowRules {
           + want + " (shape x 4 bytes)");
     }
   }
+
+  /**
+   * The planes {@code [d0, d1)} a row of a volume stored across rows holds: both set, and
+   * {@code 0 <= d0 < d1 <= D} for the whole volume's {@code shape}.
+   */
+  public static int[] planes(String record, VolumeShape whole, Long d0, Long d1) {
+    if (d0 == null || d1 == null) {
+      throw new BadRecordException(record, "d0 and d1 must both be set on a row of a volume stored across rows, got d0="
+          + d0 + ", d1=" + d1);
+    }
+    if (d0 < 0 || d1 <= d0 || d1 > whole.d()) {
+      throw new BadRecordException(record, "planes [d0, d1) = [" + d0 + ", " + d1 + ") must satisfy 0 <= d0 < d1 <= D = "
+          + whole.d() + " of shape " + whole);
+    }
+    return new int[] {(int) (long) d0, (int) (long) d1};
+  }
 }

@@ -27,11 +27,16 @@ public final class TensorLayout implements Serializable {
   public static final String SHAPE = "shape";
   public static final String DTYPE = "dtype";
   public static final String DATA = "data";
+  /** First plane along D a row of a volume stored across rows holds. */
+  public static final String D0 = "d0";
+  /** One past the last plane along D the row holds. */
+  public static final String D1 = "d1";
 
   private final String inputSchema;
   private final String tensorColumn;
   private final VolumeShape fixedShape;
   private final List<String> passthrough;
+  private final boolean planeRows;
   private transient MessageType input;
 
   private TensorLayout(MessageType schema, String tensorColumn, VolumeShape fixedShape) {
@@ -39,10 +44,12 @@ public final class TensorLayout implements Serializable {
     this.input = schema;
     this.tensorColumn = tensorColumn;
     this.fixedShape = fixedShape;
+    this.planeRows = tensorColumn == null && isInt(schema, D0) && isInt(schema, D1);
     List<String> pass = new ArrayList<>();
     for (Type f : schema.getFields()) {
       String n = f.getName();
       boolean tensor = tensorColumn == null ? n.equals(SHAPE) || n.equals(DTYPE) || n.equals(DATA)
+          || (planeRows && (n.equals(D0) || n.equals(D1)))
           : n.equals(tensorColumn) || n.equals(SHAPE) || n.equals(DTYPE) || n.equals(DATA);
       if (!tensor) {
         pass.add(n);
@@ -111,6 +118,15 @@ public final class TensorLayout implements Serializable {
     return new TensorLayout(schema, tensorColumn, fixedShape);
   }
 
+  private static boolean isInt(MessageType schema, String name) {
+    if (!schema.containsField(name) || !schema.getType(name).isPrimitive()
+        || schema.getType(name).isRepetition(Type.Repetition.REPEATED)) {
+      return false;
+    }
+    PrimitiveTypeName t = schema.getType(name).asPrimitiveType().getPrimitiveTypeName();
+    return t == PrimitiveTypeName.INT32 || t == PrimitiveTypeName.INT64;
+  }
+
   /** The one leaf column under top-level field {@code name} when it is a list (repeated once), else null. */
   static ColumnDescriptor listLeaf(MessageType schema, String name) {
     if (!schema.containsField(name)) {
@@ -134,6 +150,15 @@ public final class TensorLayout implements Serializable {
 
   public boolean isBinary() {
     return tensorColumn == null;
+  }
+
+  /**
+   * True for volumes stored across rows: the binary layout plus integer {@code d0} and {@code d1}
+   * columns. Each row holds planes {@code [d0, d1)} along D of every channel of the volume its
+   * {@code id} names, as {@code [C, d1 - d0, H, W]}; {@code shape} is the whole volume's.
+   */
+  public boolean planeRows() {
+    return planeRows;
   }
 
   public String tensorColumn() {
@@ -173,27 +198,34 @@ public final class TensorLayout implements Serializable {
     return new MessageType("volpool_rows", keep);
   }
 
-  /** Pass-through columns in input order, then {@code shape}, {@code dtype}, {@code data}. */
-  public MessageType outputSchema() {
+  /**
+   * Pass-through columns in input order, then {@code shape}, {@code dtype}, ({@code d0}, {@code d1}
+   * when {@code planeRows}), {@code data}.
+   */
+  public MessageType outputSchema(boolean planeRows) {
     List<Type> out = new ArrayList<>();
     for (String p : passthrough) {
       out.add(inputSchema().getType(p));
     }
-    return outputSchema(out);
+    return outputSchema(out, planeRows);
   }
 
   /** The output schema after {@code leading} columns: the binary layout Spark writes for non-null values. */
-  public static MessageType outputSchema(List<Type> leading) {
+  public static MessageType outputSchema(List<Type> leading, boolean planeRows) {
     List<Type> out = new ArrayList<>(leading);
     out.add(Types.requiredList().requiredElement(PrimitiveTypeName.INT32).named(SHAPE));
     out.add(Types.required(PrimitiveTypeName.BINARY).as(LogicalTypeAnnotation.stringType()).named(DTYPE));
+    if (planeRows) {
+      out.add(Types.required(PrimitiveTypeName.INT32).named(D0));
+      out.add(Types.required(PrimitiveTypeName.INT32).named(D1));
+    }
     out.add(Types.required(PrimitiveTypeName.BINARY).named(DATA));
     return new MessageType("spark_schema", out);
   }
 
   /** The output schema of .npy input written as Parquet: {@code id} (the file's relative path) and the binary layout. */
-  public static MessageType npyOutputSchema() {
+  public static MessageType npyOutputSchema(boolean planeRows) {
     PrimitiveType id = Types.required(PrimitiveTypeName.BINARY).as(LogicalTypeAnnotation.stringType()).named(ID);
-    return outputSchema(List.of(id));
+    return outputSchema(List.of(id), planeRows);
   }
 }

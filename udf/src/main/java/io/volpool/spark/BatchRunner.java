@@ -5,6 +5,7 @@ import io.volpool.backend.Batch;
 import io.volpool.backend.BatchExecutor;
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
+import io.volpool.cpu.CpuBackend;
 import io.volpool.io.BadRecordException;
 import io.volpool.io.PageGate;
 import io.volpool.io.VolumeInput;
@@ -32,14 +33,22 @@ import org.slf4j.LoggerFactory;
  * ({@link PageGate}). Not thread-safe: one task thread drives it. {@link #close()} gives every
  * batch back, also after a failure.
  */
-public final class BatchRunner implements AutoCloseable {
+public final class BatchRunner implements TaskRun {
   private static final Logger LOG = LoggerFactory.getLogger(BatchRunner.class);
   private static final long PROGRESS_EVERY_NANOS = 30_000_000_000L;
   /** Batches a task holds at once: one on the device, one being filled. */
   static final int MAX_HELD = 2;
 
-  /** A finished batch: its volumes (in input order) and their output; valid until the next call to {@link #next()}. */
-  public record Finished(List<VolumeSource> items, VolumeShape outShape, ByteBuffer output, long[] offsets) {}
+  /**
+   * A finished batch: its volumes (in input order) and their output; valid until the next call to
+   * {@link #next()}. For rows of a volume stored across rows, {@code planes[i]} is output row
+   * {@code i}'s plane range {@code {d0, d1}} of the whole output {@code outShape} (null otherwise).
+   */
+  public record Finished(List<VolumeSource> items, VolumeShape outShape, ByteBuffer output, long[] offsets, int[][] planes) {
+    public Finished(List<VolumeSource> items, VolumeShape outShape, ByteBuffer output, long[] offsets) {
+      this(items, outShape, output, offsets, null);
+    }
+  }
 
   private record Submitted(Batch batch, List<VolumeSource> items) {}
 
@@ -61,6 +70,9 @@ public final class BatchRunner implements AutoCloseable {
   private Batch filling;
   private List<VolumeSource> fillingItems;
   private Batch lastReturned;
+  private SpilledVolume spilled;
+  private SpilledVolume lastSpilled;
+  private long slabbed;
   private long volumesIn;
   private long bytesIn;
   private long bytesOut;
@@ -85,18 +97,22 @@ public final class BatchRunner implements AutoCloseable {
     this.taskName = taskName;
   }
 
+  @Override
   public long volumesIn() {
     return volumesIn;
   }
 
+  @Override
   public long bytesIn() {
     return bytesIn;
   }
 
+  @Override
   public long bytesOut() {
     return bytesOut;
   }
 
+  @Override
   public long batches() {
     return batches;
   }
@@ -146,13 +162,24 @@ public final class BatchRunner implements AutoCloseable {
    * The next finished batch, in input order; null when the input is exhausted. The returned
    * output is valid until the next call.
    */
+  @Override
   public Finished next() {
     if (lastReturned != null) {
       lastReturned.close();
       lastReturned = null;
     }
+    if (lastSpilled != null) {
+      lastSpilled.close();
+      lastSpilled = null;
+    }
     while (true) {
       fill();
+      if (spilled != null) {
+        lastSpilled = spilled;
+        spilled = null;
+        maybeLog();
+        return lastSpilled.finished();
+      }
       if (ended && filling != null && fillingItems.isEmpty()) {
         filling.close();
         filling = null;
@@ -211,6 +238,22 @@ public final class BatchRunner implements AutoCloseable {
         }
         closeExecutor();
       }
+      if (spillNeeded(s)) {
+        // larger than a batch may be: hand back what we hold, then run it alone in slabs
+        if (filling != null && !fillingItems.isEmpty() && !submitFilling()) {
+          return;
+        }
+        if (filling != null) {
+          filling.close();
+          filling = null;
+        }
+        if (!inflight.isEmpty()) {
+          return;
+        }
+        closeExecutor();
+        runSpilled(item);
+        return;
+      }
       if (exec == null) {
         openExecutor(s, item.record());
       }
@@ -237,6 +280,42 @@ public final class BatchRunner implements AutoCloseable {
       volumesIn++;
       bytesIn += s.bytes();
     }
+  }
+
+  /** True when one volume of shape {@code s} would need more than one request of the budget on the CPU backend. */
+  private boolean spillNeeded(VolumeShape s) {
+    if (!(backend instanceof CpuBackend)) {
+      return false;
+    }
+    try {
+      return CpuBackend.batchBytes(spec.pipeline(), s, 1, outputGap) > budget.maxRequest();
+    } catch (IllegalArgumentException e) {
+      return false; // the pipeline cannot take the shape: openExecutor reports the record
+    }
+  }
+
+  /** Runs one volume too large for a batch through {@link SpilledVolume}; its output is the next finished batch. */
+  private void runSpilled(VolumeSource item) {
+    VolumeShape s = item.shape();
+    try {
+      outShape = spec.pipeline().outputShape(s);
+    } catch (IllegalArgumentException e) {
+      throw new BadRecordException(item.record(), "shape " + s + " cannot go through pipeline " + spec.pipeline().describe()
+          + ": " + e.getMessage());
+    }
+    LOG.info("{}: volume {} {} ({}) is larger than one batch may be under the {} memory budget: it runs alone, in slabs"
+        + " along D, spilled to local disk", taskName, item.record(), s, MemoryBudget.mib(s.bytes()),
+        MemoryBudget.mib(budget.limit()));
+    try {
+      spilled = SpilledVolume.run(item, spec.pipeline(), (CpuBackend) backend, budget, outputGap, times);
+    } catch (IllegalArgumentException e) {
+      throw new BadRecordException(item.record(), e.getMessage(), e);
+    }
+    peeked = null;
+    volumesIn++;
+    bytesIn += s.bytes();
+    bytesOut += outShape.bytes();
+    slabbed++;
   }
 
   /** Submits the batch being filled; false (still filling) when the device is busy and we hold another batch. */
@@ -301,10 +380,22 @@ public final class BatchRunner implements AutoCloseable {
     }
   }
 
+  @Override
+  public long slabbedVolumes() {
+    return slabbed;
+  }
+
   /** Gives back every batch (waiting for device work still running) and the input; safe to call twice. */
   @Override
   public void close() {
     RuntimeException first = null;
+    for (SpilledVolume v : new SpilledVolume[] {spilled, lastSpilled}) {
+      if (v != null) {
+        v.close();
+      }
+    }
+    spilled = null;
+    lastSpilled = null;
     List<Batch> all = new ArrayList<>();
     if (lastReturned != null) {
       all.add(lastReturned);

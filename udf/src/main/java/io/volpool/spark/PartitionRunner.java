@@ -7,6 +7,7 @@ import io.volpool.cuda.CudaBackend;
 import io.volpool.cuda.DeviceAssignment;
 import io.volpool.io.NpyVolumeInput;
 import io.volpool.io.ParquetVolumeInput;
+import io.volpool.io.PlaneRowsInput;
 import io.volpool.io.VolumeInput;
 import io.volpool.memory.MemoryBudget;
 import java.util.Iterator;
@@ -60,11 +61,17 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     MemoryBudget budget = MemoryBudget.forJvm(spec.budgetBytes());
     Backend backend = Backends.get(spec.device(), spec.cpuThreads(), spec.gpuMemoryFraction(), budget);
     int device = deviceOf(tc, backend);
-    VolumeInput input = spec.inputFormat().equals("npy")
-        ? new NpyVolumeInput(plan.files(), conf.get(), spec.npyMaxHeaderBytes(), state.times)
-        : new ParquetVolumeInput(plan.splits(), spec.layout(), conf.get(), state.times);
     String task = "task " + plan.index() + (tc == null ? "" : " (attempt " + tc.attemptNumber() + ")");
-    BatchRunner runner = new BatchRunner(input, backend, device, spec, spec.outputGap(), budget, state.times, task);
+    TaskRun runner;
+    if (!plan.volumes().isEmpty()) {
+      runner = new SlabVolumes(plan.volumes(), new PlaneRowsInput(spec.layout(), conf.get(), budget, state.times), backend,
+          spec, budget, state.times, task);
+    } else {
+      VolumeInput input = spec.inputFormat().equals("npy")
+          ? new NpyVolumeInput(plan.files(), conf.get(), spec.npyMaxHeaderBytes(), state.times)
+          : new ParquetVolumeInput(plan.splits(), spec.layout(), conf.get(), state.times);
+      runner = new BatchRunner(input, backend, device, spec, spec.outputGap(), budget, state.times, task);
+    }
     String backendName = backend.name(device);
     if (tc != null) {
       tc.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) ctx -> {
@@ -111,13 +118,14 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     };
   }
 
-  private void report(TaskState state, BatchRunner runner, String backendName, MemoryBudget budget) {
+  private void report(TaskState state, TaskRun runner, String backendName, MemoryBudget budget) {
     metrics.volumesRead().add(runner.volumesIn());
     metrics.volumesWritten().add(state.volumesWritten);
     metrics.filesWritten().add(state.filesWritten);
     metrics.bytesIn().add(runner.bytesIn());
     metrics.bytesOut().add(runner.bytesOut());
     metrics.batches().add(runner.batches());
+    metrics.slabbedVolumes().add(runner.slabbedVolumes());
     long[] ns = new long[Phase.values().length];
     long timed = 0;
     for (Phase p : Phase.values()) {

@@ -18,9 +18,10 @@ import java.io.Serializable;
  * @param layout the Parquet input layout (null for .npy input)
  * @param npyMaxHeaderBytes the largest .npy header accepted
  * @param outputGap bytes the backend leaves before each output volume (4 for Parquet output, 0 for .npy)
+ * @param outputRowBytes the most data bytes per output row of a volume stored across rows
  */
 public record RunSpec(Pipeline pipeline, String device, int batchSize, int cpuThreads, double gpuMemoryFraction, long memoryBudget,
-    String inputFormat, TensorLayout layout, int npyMaxHeaderBytes, int outputGap) implements Serializable {
+    String inputFormat, TensorLayout layout, int npyMaxHeaderBytes, int outputGap, long outputRowBytes) implements Serializable {
 
   /** The executor's budget in bytes: the setting, or half of this JVM's heap. */
   public long budgetBytes() {

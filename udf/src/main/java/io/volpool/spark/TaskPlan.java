@@ -2,6 +2,7 @@ package io.volpool.spark;
 
 import io.volpool.io.NpyFileRef;
 import io.volpool.io.ParquetSplit;
+import io.volpool.io.PlaneVolume;
 import java.io.Serializable;
 import java.util.List;
 
@@ -12,6 +13,8 @@ import java.util.List;
  * @param index the task's partition index
  * @param splits Parquet splits (empty for .npy input)
  * @param files .npy files (empty for Parquet input)
+ * @param volumes volumes stored across rows (empty unless the input has {@code d0}/{@code d1} columns)
  * @param bytes input bytes planned for the task
  */
-public record TaskPlan(int index, List<ParquetSplit> splits, List<NpyFileRef> files, long bytes) implements Serializable {}
+public record TaskPlan(int index, List<ParquetSplit> splits, List<NpyFileRef> files, List<PlaneVolume> volumes, long bytes)
+    implements Serializable {}

@@ -80,6 +80,9 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
       @Override
       public void write(Void key, BatchRunner.Finished f) throws IOException {
         if (spec.isNpy()) {
+          if (f.planes() != null) {
+            throw new IllegalStateException("volumes stored across rows are written as Parquet only");
+          }
           if (npy == null) {
             npy = new NpyBatchWriter(work, conf, state.times);
           }
@@ -104,7 +107,8 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
             parquet.put(folder, w);
           }
           List<VolumeSource> part = from == 0 && to == items.size() ? items : new ArrayList<>(items.subList(from, to));
-          w.write(part, f.outShape(), f.output(), Arrays.copyOfRange(f.offsets(), from, to));
+          w.write(part, f.outShape(), f.output(), Arrays.copyOfRange(f.offsets(), from, to),
+              f.planes() == null ? null : Arrays.copyOfRange(f.planes(), from, to));
           from = to;
         }
       }

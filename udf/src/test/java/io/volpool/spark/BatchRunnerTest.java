@@ -114,7 +114,7 @@ class BatchRunnerTest {
   /** Runs the input through a runner and returns each volume's output, in the order they came back. */
   static List<float[]> run(Input in, CpuBackend cpu, MemoryBudget budget, int batch) {
     List<float[]> out = new ArrayList<>();
-    RunSpec spec = new RunSpec(POOL, "cpu", batch, 1, 0.5, budget.limit(), "parquet", null, 10000, 4);
+    RunSpec spec = new RunSpec(POOL, "cpu", batch, 1, 0.5, budget.limit(), "parquet", null, 10000, 4, 512L << 20);
     try (BatchRunner r = new BatchRunner(in, cpu, 0, spec, 4, budget, new PhaseTimes(), "test")) {
       BatchRunner.Finished f;
       while ((f = r.next()) != null) {

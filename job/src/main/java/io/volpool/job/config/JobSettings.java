@@ -123,6 +123,7 @@ public final class JobSettings {
     cpuThreads();
     gpuMemoryFraction();
     memoryBudget();
+    outputRowBytes();
     npyMaxHeaderBytes();
     outputSharedFilesystem();
     resourceTimeoutSeconds();
@@ -344,10 +345,25 @@ public final class JobSettings {
     return bytes;
   }
 
+  /** The most data bytes per output row of a volume stored across rows. */
+  public long outputRowBytes() {
+    String v = raw(VolpoolOptions.OUTPUT_ROW_BYTES).trim().toLowerCase(Locale.ROOT);
+    long bytes = parseBytes(v, VolpoolOptions.OUTPUT_ROW_BYTES, "");
+    if (bytes < (1L << 20) || bytes > (1L << 31) - (1L << 20)) {
+      throw new SettingsException(VolpoolOptions.OUTPUT_ROW_BYTES.key() + " must be between 1m and 2047m (a Parquet page"
+          + " holds at most 2 GiB), got '" + raw(VolpoolOptions.OUTPUT_ROW_BYTES) + "'");
+    }
+    return bytes;
+  }
+
   private static long parseBytes(String v) {
+    return parseBytes(v, VolpoolOptions.MEMORY_BUDGET, "auto or ");
+  }
+
+  private static long parseBytes(String v, ConfKey key, String alternatives) {
     java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)\\s*([kmgt]?)(i?b)?").matcher(v);
     if (!m.matches()) {
-      throw new SettingsException(VolpoolOptions.MEMORY_BUDGET.key() + " must be auto or a size such as 512m, 6g or"
+      throw new SettingsException(key.key() + " must be " + alternatives + "a size such as 512m, 6g or"
           + " 6442450944, got '" + v + "'");
     }
     int shift = switch (m.group(2)) {
@@ -360,7 +376,7 @@ public final class JobSettings {
     try {
       return Math.multiplyExact(Long.parseLong(m.group(1)), 1L << shift);
     } catch (ArithmeticException | NumberFormatException e) {
-      throw new SettingsException(VolpoolOptions.MEMORY_BUDGET.key() + " is too large: '" + v + "'");
+      throw new SettingsException(key.key() + " is too large: '" + v + "'");
     }
   }
 

@@ -64,14 +64,21 @@ public record CommittedOutput(long files, long volumes) {
     long read = m.volumesRead().value();
     long written = m.volumesWritten().value();
     List<String> problems = new ArrayList<>();
+    String unit = plan.volumes() >= 0 ? "rows" : "volumes";
     if (!npyIn && plan.rows() != read) {
-      problems.add("the input footers hold " + plan.rows() + " volumes but the tasks read " + read);
+      problems.add("the input footers hold " + plan.rows() + " " + unit + " but the tasks read " + read);
     }
-    if (written != read) {
+    if (plan.volumes() >= 0) {
+      // volumes stored across rows: rows in and rows out differ; every volume must have gone through whole
+      long done = m.slabbedVolumes().value();
+      if (done != plan.volumes()) {
+        problems.add("the input holds " + plan.volumes() + " volumes stored across rows but the tasks finished " + done);
+      }
+    } else if (written != read) {
       problems.add("the tasks read " + read + " volumes but wrote " + written);
     }
     if (c.volumes() != written) {
-      problems.add("the tasks wrote " + written + " volumes but the committed output holds " + c.volumes() + " in "
+      problems.add("the tasks wrote " + written + " " + unit + " but the committed output holds " + c.volumes() + " in "
           + c.files() + " file(s)");
     }
     if (npyIn && npyOut && c.files() != plan.files()) {

@@ -41,8 +41,13 @@ public final class InputPlanner {
    * @param rows input volumes per the Parquet footers (for .npy input: -1, unknown until read)
    * @param skipped files not taken, with the reason, for the log and the summary
    * @param first the first input file (its schema decides the layout)
+   * @param volumes volumes stored across rows, grouped by id from their rows (-1 for other input)
    */
-  public record Plan(List<TaskPlan> tasks, long files, long bytes, long rows, List<String> skipped, Path first) {}
+  public record Plan(List<TaskPlan> tasks, long files, long bytes, long rows, List<String> skipped, Path first, long volumes) {
+    public Plan(List<TaskPlan> tasks, long files, long bytes, long rows, List<String> skipped, Path first) {
+      this(tasks, files, bytes, rows, skipped, first, -1);
+    }
+  }
 
   private InputPlanner() {}
 
@@ -152,7 +157,7 @@ public final class InputPlanner {
     for (int i = 0; i < splits.size(); i++) {
       long sz = sizes.get(i) + openCost;
       if (!cur.isEmpty() && curBytes + sz > max) {
-        tasks.add(new TaskPlan(tasks.size(), List.copyOf(cur), List.of(), curBytes));
+        tasks.add(new TaskPlan(tasks.size(), List.copyOf(cur), List.of(), List.of(), curBytes));
         cur.clear();
         curBytes = 0;
       }
@@ -160,7 +165,7 @@ public final class InputPlanner {
       curBytes += sz;
     }
     if (!cur.isEmpty()) {
-      tasks.add(new TaskPlan(tasks.size(), List.copyOf(cur), List.of(), curBytes));
+      tasks.add(new TaskPlan(tasks.size(), List.copyOf(cur), List.of(), List.of(), curBytes));
     }
     return new Plan(tasks, files.size(), total, rows, skipped, files.isEmpty() ? null : files.get(0).getPath());
   }
@@ -182,7 +187,7 @@ public final class InputPlanner {
     for (FileStatus f : files) {
       long sz = f.getLen() + openCost;
       if (!cur.isEmpty() && curBytes + sz > max) {
-        tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), curBytes));
+        tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), List.of(), curBytes));
         cur.clear();
         curBytes = 0;
       }
@@ -191,7 +196,7 @@ public final class InputPlanner {
       curBytes += sz;
     }
     if (!cur.isEmpty()) {
-      tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), curBytes));
+      tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), List.of(), curBytes));
     }
     return new Plan(tasks, files.size(), total, -1, skipped, files.isEmpty() ? null : files.get(0).getPath());
   }

@@ -1,0 +1,173 @@
+package io.volpool.job.io;
+
+import io.volpool.io.BadRecordException;
+import io.volpool.io.CorruptInputException;
+import io.volpool.io.Files2;
+import io.volpool.io.ParquetSplit;
+import io.volpool.io.ParquetVolumeInput.RowValues;
+import io.volpool.io.PlaneVolume;
+import io.volpool.io.RowRules;
+import io.volpool.io.TensorLayout;
+import io.volpool.op.VolumeShape;
+import io.volpool.spark.TaskPlan;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.parquet.column.page.PageReadStore;
+import org.apache.parquet.example.data.Group;
+import org.apache.parquet.example.data.simple.convert.GroupRecordConverter;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
+import org.apache.parquet.hadoop.metadata.ParquetMetadata;
+import org.apache.parquet.io.ColumnIOFactory;
+import org.apache.parquet.io.RecordReader;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.Type;
+
+/**
+ * Plans input whose volumes are stored across rows ({@link TensorLayout#planeRows()}): reads only
+ * the small columns ({@code id}, {@code shape}, {@code d0}, {@code d1}) of every row on the driver,
+ * groups rows by {@code id} (rows of one volume may lie in any order and in any files), checks that
+ * each volume's rows agree on its shape and cover its planes {@code [0, D)} exactly once, and packs
+ * whole volumes into tasks. A volume that breaks a rule is a {@link BadRecordException} naming it
+ * and the planes; nothing runs.
+ */
+public final class PlaneRowPlanner {
+  private PlaneRowPlanner() {}
+
+  private record Found(String id, VolumeShape shape, PlaneVolume.Row row, String where) {}
+
+  public static InputPlanner.Plan plan(String input, TensorLayout layout, Configuration conf, long maxPartitionBytes,
+      long openCost, int cores) throws IOException {
+    if (!layout.inputSchema().containsField(TensorLayout.ID)) {
+      throw new BadRecordException(input, "rows with d0/d1 columns hold parts of volumes, and need an 'id' column saying"
+          + " which volume each row belongs to");
+    }
+    Path root = new Path(input);
+    List<String> skipped = new ArrayList<>();
+    List<FileStatus> files = InputPlanner.list(root, conf, n -> true, "Parquet", skipped);
+    List<ParquetMetadata> footers = InputPlanner.footers(files, conf);
+    MessageType small = smallSchema(layout.inputSchema());
+    Map<String, List<Found>> byId = new LinkedHashMap<>();
+    long rows = 0;
+    long bytes = 0;
+    for (int i = 0; i < files.size(); i++) {
+      FileStatus f = files.get(i);
+      bytes += f.getLen();
+      String folder = InputPlanner.folder(root, f, conf);
+      List<BlockMetaData> blocks = footers.get(i).getBlocks();
+      try (ParquetFileReader r = ParquetFileReader.open(Files2.parquet(f.getPath(), conf))) {
+        r.setRequestedSchema(small);
+        for (int b = 0; b < blocks.size(); b++) {
+          BlockMetaData bm = blocks.get(b);
+          ParquetSplit split = new ParquetSplit(f.getPath().toString(), folder, bm.getStartingPos(), bm.getCompressedSize());
+          PageReadStore pages = r.readNextRowGroup();
+          if (pages == null) {
+            throw new CorruptInputException(f.getPath() + ": row group " + b + " could not be read");
+          }
+          RecordReader<Group> rr = new ColumnIOFactory().getColumnIO(small, r.getFooter().getFileMetaData().getSchema())
+              .getRecordReader(pages, new GroupRecordConverter(small));
+          for (long k = 0; k < bm.getRowCount(); k++) {
+            Group g = rr.read();
+            String where = f.getPath().getName() + " row " + (rows + k);
+            String id = RowValues.id(g);
+            if (id == null) {
+              throw new BadRecordException(where, "id is null; every row of a volume stored across rows names its volume");
+            }
+            VolumeShape shape = RowRules.shape("id=" + id, RowValues.longList(g, TensorLayout.SHAPE));
+            int[] planes = RowRules.planes("id=" + id + " (" + where + ")", shape, RowValues.integer(g, TensorLayout.D0),
+                RowValues.integer(g, TensorLayout.D1));
+            byId.computeIfAbsent(id, x -> new ArrayList<>())
+                .add(new Found(id, shape, new PlaneVolume.Row(split, k, planes[0], planes[1]), where));
+          }
+          rows += bm.getRowCount();
+        }
+      } catch (IOException | RuntimeException e) {
+        if (e instanceof BadRecordException || e instanceof CorruptInputException) {
+          throw e;
+        }
+        throw new CorruptInputException(f.getPath() + ": reading its id, shape, d0 and d1 columns failed: " + e.getMessage());
+      }
+    }
+    List<PlaneVolume> volumes = new ArrayList<>();
+    for (List<Found> parts : byId.values()) {
+      volumes.add(volume(parts));
+    }
+    long total = volumes.stream().mapToLong(PlaneVolume::bytes).sum();
+    long max = InputPlanner.maxSplitBytes(maxPartitionBytes, openCost, total, volumes.size(), cores);
+    List<TaskPlan> tasks = new ArrayList<>();
+    List<PlaneVolume> cur = new ArrayList<>();
+    long curBytes = 0;
+    for (PlaneVolume v : volumes) {
+      if (!cur.isEmpty() && curBytes + v.bytes() > max) {
+        tasks.add(new TaskPlan(tasks.size(), List.of(), List.of(), List.copyOf(cur), curBytes));
+        cur.clear();
+        curBytes = 0;
+      }
+      cur.add(v);
+      curBytes += v.bytes();
+    }
+    if (!cur.isEmpty()) {
+      tasks.add(new TaskPlan(tasks.size(), List.of(), List.of(), List.copyOf(cur), curBytes));
+    }
+    return new InputPlanner.Plan(tasks, files.size(), bytes, rows, skipped, files.isEmpty() ? null : files.get(0).getPath(),
+        volumes.size());
+  }
+
+  /** One volume from its rows: one shape, planes {@code [0, D)} each exactly once. */
+  static PlaneVolume volume(List<Found> parts) {
+    String id = parts.get(0).id();
+    String rec = "id=" + id;
+    VolumeShape shape = parts.get(0).shape();
+    for (Found p : parts) {
+      if (!p.shape().equals(shape)) {
+        throw new BadRecordException(rec, "its rows disagree on the volume's shape: " + shape + " in "
+            + parts.get(0).where() + " but " + p.shape() + " in " + p.where());
+      }
+    }
+    List<Found> sorted = new ArrayList<>(parts);
+    sorted.sort(Comparator.comparingInt((Found p) -> p.row().d0()).thenComparingInt(p -> p.row().d1()));
+    int next = 0;
+    Found last = null;
+    for (Found p : sorted) {
+      int d0 = p.row().d0();
+      if (d0 > next) {
+        throw new BadRecordException(rec, "planes [" + next + ", " + d0 + ") of its D = " + shape.d() + " are in no row"
+            + " (rows hold " + ranges(sorted) + ")");
+      }
+      if (d0 < next) {
+        throw new BadRecordException(rec, "planes [" + d0 + ", " + Math.min(next, p.row().d1()) + ") are in two rows ("
+            + last.where() + " and " + p.where() + "; rows hold " + ranges(sorted) + ")");
+      }
+      next = p.row().d1();
+      last = p;
+    }
+    if (next != shape.d()) {
+      throw new BadRecordException(rec, "planes [" + next + ", " + shape.d() + ") of its D = " + shape.d() + " are in no"
+          + " row (rows hold " + ranges(sorted) + ")");
+    }
+    return new PlaneVolume(id, shape, sorted.stream().map(Found::row).toList());
+  }
+
+  private static String ranges(List<Found> sorted) {
+    List<String> r = new ArrayList<>();
+    for (Found p : sorted.subList(0, Math.min(20, sorted.size()))) {
+      r.add("[" + p.row().d0() + ", " + p.row().d1() + ")");
+    }
+    return String.join(" ", r) + (sorted.size() > 20 ? " ..." : "");
+  }
+
+  private static MessageType smallSchema(MessageType in) {
+    List<Type> keep = new ArrayList<>();
+    for (String n : List.of(TensorLayout.ID, TensorLayout.SHAPE, TensorLayout.D0, TensorLayout.D1)) {
+      keep.add(in.getType(n));
+    }
+    return new MessageType("volpool_planes", keep);
+  }
+}

@@ -1,0 +1,279 @@
+package io.volpool.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.volpool.cpu.CpuBackend;
+import io.volpool.op.AvgPool3dSpec;
+import io.volpool.op.Pipeline;
+import io.volpool.op.VolumeShape;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.parquet.example.data.Group;
+import org.apache.parquet.example.data.simple.SimpleGroupFactory;
+import org.apache.parquet.hadoop.ParquetReader;
+import org.apache.parquet.hadoop.ParquetWriter;
+import org.apache.parquet.hadoop.example.ExampleParquetWriter;
+import org.apache.parquet.hadoop.example.GroupReadSupport;
+import org.apache.parquet.hadoop.metadata.CompressionCodecName;
+import org.apache.parquet.io.api.Binary;
+import org.apache.parquet.schema.MessageType;
+import org.apache.parquet.schema.MessageTypeParser;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Volumes stored across rows ({@code id}, whole {@code shape}, {@code d0}/{@code d1}, {@code data}
+ * holding those planes) through the job: rows in any order and any files, the output again across
+ * rows, bit for bit what the whole volume gives; broken plane ranges are bad records naming the
+ * volume and the planes; and a volume larger than 2 GiB end to end.
+ */
+class VolumesAcrossRowsTest {
+  static final MessageType SCHEMA = MessageTypeParser.parseMessageType("message m { required binary id (STRING);"
+      + " required group shape (LIST) { repeated group list { required int32 element; } } required binary dtype (STRING);"
+      + " required int32 d0; required int32 d1; required binary data; }");
+
+  /** A deterministic value of each element, so a test can make any planes again without holding the volume. */
+  static float value(long seed, int c, int d, int h, int w) {
+    long z = seed + (((long) c * 4099 + d) * 8191 + h) * 16381 + w;
+    z = (z ^ (z >>> 33)) * 0xff51afd7ed558ccdL;
+    z = (z ^ (z >>> 33)) * 0xc4ceb9fe1a85ec53L;
+    return ((z >>> 40) / (float) (1 << 24)) * 4 - 2;
+  }
+
+  /** Planes [d0, d1) of every channel, [C, d1 - d0, H, W]. */
+  static float[] planes(long seed, VolumeShape s, int d0, int d1) {
+    float[] a = new float[s.c() * (d1 - d0) * s.h() * s.w()];
+    int i = 0;
+    for (int c = 0; c < s.c(); c++) {
+      for (int d = d0; d < d1; d++) {
+        for (int h = 0; h < s.h(); h++) {
+          for (int w = 0; w < s.w(); w++) {
+            a[i++] = value(seed, c, d, h, w);
+          }
+        }
+      }
+    }
+    return a;
+  }
+
+  record Part(String id, long seed, VolumeShape shape, int d0, int d1) {}
+
+  static Group row(Part p) {
+    Group g = new SimpleGroupFactory(SCHEMA).newGroup().append("id", p.id());
+    Group s = g.addGroup("shape");
+    for (int d : p.shape().toArray()) {
+      s.addGroup("list").append("element", d);
+    }
+    float[] f = planes(p.seed(), p.shape(), p.d0(), p.d1());
+    ByteBuffer b = ByteBuffer.allocate(f.length * 4).order(ByteOrder.LITTLE_ENDIAN);
+    b.asFloatBuffer().put(f);
+    return g.append("dtype", "float32").append("d0", p.d0()).append("d1", p.d1()).append("data", Binary.fromConstantByteArray(b.array()));
+  }
+
+  static void write(Path file, List<Part> parts, CompressionCodecName codec) throws IOException {
+    write(file, parts, codec, Integer.MAX_VALUE);
+  }
+
+  /** Writes {@code parts} as rows in 8 MiB row groups, checking the size every {@code checkEvery} rows (parquet: 100). */
+  static void write(Path file, List<Part> parts, CompressionCodecName codec, int checkEvery) throws IOException {
+    Files.createDirectories(file.getParent());
+    try (ParquetWriter<Group> w = ExampleParquetWriter.builder(new org.apache.hadoop.fs.Path(file.toUri()))
+        .withConf(new Configuration()).withType(SCHEMA).withCompressionCodec(codec).withRowGroupSize(8L << 20)
+        .withMinRowCountForPageSizeCheck(Math.min(100, checkEvery)).withMaxRowCountForPageSizeCheck(Math.min(10000, checkEvery))
+        .build()) {
+      for (Part p : parts) {
+        w.write(row(p));
+      }
+    }
+  }
+
+  /** Cuts a volume into rows at {@code cuts} (plane indices between 0 and D). */
+  static List<Part> cut(String id, long seed, VolumeShape s, int... cuts) {
+    List<Part> out = new ArrayList<>();
+    int from = 0;
+    for (int c : cuts) {
+      out.add(new Part(id, seed, s, from, c));
+      from = c;
+    }
+    out.add(new Part(id, seed, s, from, s.d()));
+    return out;
+  }
+
+  /** The output rows of each id, reassembled into whole volumes: id -> floats, checking the plane ranges tile [0, D). */
+  static final Map<String, Integer> ROWS = new HashMap<>();
+
+  static Map<String, float[]> readOutput(Path out, Map<String, VolumeShape> shapes) throws IOException {
+    Map<String, List<Group>> byId = new HashMap<>();
+    ROWS.clear();
+    try (java.util.stream.Stream<Path> files = Files.walk(out)) {
+      for (Path f : files.filter(p -> p.getFileName().toString().endsWith(".parquet")).toList()) {
+        try (ParquetReader<Group> r = ParquetReader.builder(new GroupReadSupport(), new org.apache.hadoop.fs.Path(f.toUri()))
+            .build()) {
+          for (Group g = r.read(); g != null; g = r.read()) {
+            byId.computeIfAbsent(g.getString("id", 0), k -> new ArrayList<>()).add(g);
+          }
+        }
+      }
+    }
+    Map<String, float[]> vols = new HashMap<>();
+    for (Map.Entry<String, List<Group>> e : byId.entrySet()) {
+      VolumeShape s = shapes.get(e.getKey());
+      float[] y = new float[(int) s.numel()];
+      java.util.Arrays.fill(y, Float.NaN);
+      List<Group> rows = new ArrayList<>(e.getValue());
+      ROWS.put(e.getKey(), rows.size());
+      rows.sort(java.util.Comparator.comparingInt(g -> g.getInteger("d0", 0)));
+      int next = 0;
+      int ohw = s.h() * s.w();
+      for (Group g : rows) {
+        Group shape = g.getGroup("shape", 0);
+        List<Integer> dims = new ArrayList<>();
+        for (int i = 0; i < shape.getFieldRepetitionCount(0); i++) {
+          dims.add(shape.getGroup(0, i).getInteger(0, 0));
+        }
+        assertThat(dims).as("shape column of %s holds the whole output volume", e.getKey()).containsExactly(s.c(), s.d(), s.h(), s.w());
+        int d0 = g.getInteger("d0", 0);
+        int d1 = g.getInteger("d1", 0);
+        assertThat(d0).as("output rows of %s tile the planes", e.getKey()).isEqualTo(next);
+        next = d1;
+        float[] part = new float[s.c() * (d1 - d0) * ohw];
+        ByteBuffer.wrap(g.getBinary("data", 0).getBytes()).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(part);
+        for (int c = 0; c < s.c(); c++) {
+          System.arraycopy(part, c * (d1 - d0) * ohw, y, (int) (c * s.plane() + (long) d0 * ohw), (d1 - d0) * ohw);
+        }
+      }
+      assertThat(next).isEqualTo(s.d());
+      vols.put(e.getKey(), y);
+    }
+    return vols;
+  }
+
+  static void assertBitIdentical(float[] got, float[] want, String what) {
+    assertThat(got.length).isEqualTo(want.length);
+    for (int i = 0; i < want.length; i++) {
+      if (Float.floatToRawIntBits(got[i]) != Float.floatToRawIntBits(want[i])) {
+        throw new AssertionError(what + ": element " + i + " is " + got[i] + " but the whole volume gives " + want[i]);
+      }
+    }
+  }
+
+  @Test
+  void rowsInAnyOrderAndFilesGiveTheWholeVolumeResultBitForBit(@TempDir Path tmp) throws Exception {
+    VolumeShape a = new VolumeShape(2, 48, 256, 256);
+    VolumeShape b = new VolumeShape(3, 21, 128, 160);
+    List<Part> parts = new ArrayList<>();
+    parts.addAll(cut("a", 1, a, 1, 2, 17, 30, 47));
+    parts.addAll(cut("b", 2, b, 5, 6, 20));
+    Collections.shuffle(parts, new Random(3));
+    write(tmp.resolve("in/one.parquet"), parts.subList(0, 5), CompressionCodecName.UNCOMPRESSED);
+    write(tmp.resolve("in/sub/two.parquet"), parts.subList(5, parts.size()), CompressionCodecName.SNAPPY);
+    Path out = tmp.resolve("out");
+    SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", out.toString(),
+        "pipeline", "avgpool3d", "memory.budget", "48m", "output.rowBytes", "1m", "device", "cpu"));
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out()).contains("volumes       10 in").contains("2 slabbed (rows of 2 volumes stored across rows)");
+    Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
+    Map<String, VolumeShape> outShapes = Map.of("a", p.outputShape(a), "b", p.outputShape(b));
+    Map<String, float[]> got = readOutput(out, outShapes);
+    assertThat(got).containsOnlyKeys("a", "b");
+    try (CpuBackend cpu = CpuBackend.fast(2)) {
+      assertBitIdentical(got.get("a"), cpu.run(p, a, planes(1, a, 0, a.d()), 1), "volume a");
+      assertBitIdentical(got.get("b"), cpu.run(p, b, planes(2, b, 0, b.d()), 1), "volume b");
+    }
+    // output rows of at most 1 MiB: a's output planes are 2 x 128 x 128 x 4 = 128 KiB, so 8 per row
+    assertThat(ROWS.get("a")).isEqualTo(3);
+    assertThat(ROWS.get("b")).isEqualTo(1);
+  }
+
+  static Map<String, String> seedConf(Path in, Path out) {
+    return SparkTests.conf("input", in.toString(), "output", out.toString(), "pipeline", "avgpool3d", "device", "cpu");
+  }
+
+  @Test
+  void missingOrOverlappingPlanesAreBadRecordsNamingTheVolumeAndThePlanes(@TempDir Path tmp) throws Exception {
+    VolumeShape s = new VolumeShape(1, 10, 8, 8);
+    List<Part> gap = new ArrayList<>(cut("v", 1, s, 4));
+    gap.set(1, new Part("v", 1, s, 5, 10));
+    write(tmp.resolve("gap/x.parquet"), gap, CompressionCodecName.UNCOMPRESSED);
+    SparkTests.Result r = SparkTests.run(seedConf(tmp.resolve("gap"), tmp.resolve("o1")));
+    assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
+    assertThat(r.err()).contains("id=v").contains("planes [4, 5) of its D = 10 are in no row");
+
+    List<Part> overlap = new ArrayList<>(cut("v", 1, s, 4));
+    overlap.add(new Part("v", 1, s, 3, 6));
+    write(tmp.resolve("overlap/x.parquet"), overlap, CompressionCodecName.UNCOMPRESSED);
+    r = SparkTests.run(seedConf(tmp.resolve("overlap"), tmp.resolve("o2")));
+    assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
+    assertThat(r.err()).contains("id=v").contains("planes [3, 4) are in two rows");
+
+    List<Part> end = new ArrayList<>(cut("v", 1, s, 4));
+    end.set(1, new Part("v", 1, s, 4, 9));
+    write(tmp.resolve("end/x.parquet"), end, CompressionCodecName.UNCOMPRESSED);
+    r = SparkTests.run(seedConf(tmp.resolve("end"), tmp.resolve("o3")));
+    assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
+    assertThat(r.err()).contains("id=v").contains("planes [9, 10) of its D = 10 are in no row");
+
+    List<Part> shapes = new ArrayList<>(cut("v", 1, s, 4));
+    shapes.set(1, new Part("v", 1, new VolumeShape(1, 10, 8, 9), 4, 10));
+    write(tmp.resolve("shape/x.parquet"), shapes, CompressionCodecName.UNCOMPRESSED);
+    r = SparkTests.run(seedConf(tmp.resolve("shape"), tmp.resolve("o4")));
+    assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
+    assertThat(r.err()).contains("id=v").contains("rows disagree on the volume's shape");
+    for (String o : List.of("o1", "o2", "o3", "o4")) {
+      assertThat(tmp.resolve(o)).doesNotExist();
+    }
+  }
+
+  /**
+   * A volume of 2.25 GiB ([9, 1024, 256, 256]: past Parquet's 2 GiB per value and Spark's per row)
+   * from rows to rows under a 256 MiB budget, compared channel by channel (avgpool3d is per channel)
+   * bit for bit with the whole-channel result.
+   */
+  @Test
+  void aVolumeLargerThanTwoGibibytesGoesThroughFromRowsToRows(@TempDir Path tmp) throws Exception {
+    VolumeShape big = new VolumeShape(9, 1024, 256, 256);
+    assertThat(big.bytes()).isGreaterThan(2L << 30);
+    List<Part> parts = new ArrayList<>();
+    for (int d = 0; d < big.d(); d += 16) {
+      parts.add(new Part("big", 7, big, d, d + 16));
+    }
+    Collections.reverse(parts);
+    write(tmp.resolve("in/big.parquet"), parts, CompressionCodecName.UNCOMPRESSED, 1);
+    Path out = tmp.resolve("out");
+    SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", out.toString(),
+        "pipeline", "avgpool3d", "memory.budget", "256m", "output.rowBytes", "16m", "device", "cpu"));
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out()).contains("volumes       64 in, 19 out").contains("2304.0 MiB in, 288.0 MiB out");
+    Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
+    VolumeShape o = p.outputShape(big);
+    float[] y = readOutput(out, Map.of("big", o)).get("big");
+    assertThat(ROWS.get("big")).isEqualTo(19); // 512 output planes of 576 KiB in rows of at most 16 MiB: 28 planes each
+    VolumeShape channel = new VolumeShape(1, big.d(), big.h(), big.w());
+    try (CpuBackend cpu = CpuBackend.fast(2)) {
+      for (int c = 0; c < big.c(); c++) {
+        float[] x = new float[(int) channel.numel()];
+        int i = 0;
+        for (int d = 0; d < big.d(); d++) {
+          for (int h = 0; h < big.h(); h++) {
+            for (int w = 0; w < big.w(); w++) {
+              x[i++] = value(7, c, d, h, w);
+            }
+          }
+        }
+        float[] want = cpu.run(p, channel, x, 1);
+        float[] got = java.util.Arrays.copyOfRange(y, (int) (c * o.plane()), (int) ((c + 1) * o.plane()));
+        assertBitIdentical(got, want, "channel " + c);
+      }
+    }
+  }
+}

@@ -1,0 +1,241 @@
+package io.volpool.spark;
+
+import io.volpool.backend.Backend;
+import io.volpool.backend.PhaseTimes;
+import io.volpool.backend.PlaneSource;
+import io.volpool.cpu.CpuBackend;
+import io.volpool.io.BadRecordException;
+import io.volpool.io.ParquetBatchWriter;
+import io.volpool.io.PlaneRowsInput;
+import io.volpool.io.PlaneVolume;
+import io.volpool.io.VolumeSource;
+import io.volpool.memory.MemoryBudget;
+import io.volpool.op.SlabPlan;
+import io.volpool.op.VolumeShape;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayDeque;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The engine of a task whose volumes are stored across rows: each volume runs through the
+ * pipeline in slabs along D (sized from the memory budget), reading its rows in plane order, and
+ * its output is cut into rows of at most {@code spark.volpool.output.rowBytes}, each a
+ * {@link BatchRunner.Finished} of one row with its plane range. Memory holds one input row, one
+ * slab's windows and one output row, never the volume. Not thread-safe: one task thread drives it.
+ */
+public final class SlabVolumes implements TaskRun {
+  private static final Logger LOG = LoggerFactory.getLogger(SlabVolumes.class);
+
+  private final List<PlaneVolume> volumes;
+  private final PlaneRowsInput input;
+  private final CpuBackend cpu;
+  private final RunSpec spec;
+  private final MemoryBudget budget;
+  private final PhaseTimes times;
+  private final String task;
+  private final ArrayDeque<BatchRunner.Finished> ready = new ArrayDeque<>();
+  private int nextVolume;
+  private CpuBackend.SlabRun run;
+  private PlaneSource src;
+  private long held;
+  private long heldReturned;
+  private long bytesIn;
+  private long bytesOut;
+  private long slabs;
+  private long done;
+
+  public SlabVolumes(List<PlaneVolume> volumes, PlaneRowsInput input, Backend backend, RunSpec spec, MemoryBudget budget,
+      PhaseTimes times, String task) {
+    if (!(backend instanceof CpuBackend c)) {
+      throw new IllegalStateException("volumes stored across rows run in slabs on the CPU backend only in this version,"
+          + " and this executor's backend is " + backend.name(0) + "; set spark.volpool.device=cpu for this input");
+    }
+    this.volumes = volumes;
+    this.input = input;
+    this.cpu = c;
+    this.spec = spec;
+    this.budget = budget;
+    this.times = times;
+    this.task = task;
+  }
+
+  @Override
+  public BatchRunner.Finished next() {
+    if (heldReturned > 0) {
+      budget.release(heldReturned, MemoryBudget.Use.BATCHES);
+      heldReturned = 0;
+    }
+    while (ready.isEmpty()) {
+      if (run == null && !open()) {
+        return null;
+      }
+      if (!run.step()) {
+        closeVolume();
+        PlaneRowsInput.finish(src);
+        closeSource();
+        done++;
+      } else {
+        slabs++;
+      }
+    }
+    BatchRunner.Finished f = ready.poll();
+    long bytes = f.output().capacity();
+    held -= bytes;
+    heldReturned = bytes;
+    bytesOut += bytes - ParquetBatchWriter.GAP;
+    return f;
+  }
+
+  /** Opens the next volume; false when none is left. */
+  private boolean open() {
+    if (nextVolume >= volumes.size()) {
+      return false;
+    }
+    PlaneVolume v = volumes.get(nextVolume++);
+    SlabPlan plan;
+    try {
+      plan = new SlabPlan(spec.pipeline(), v.shape());
+    } catch (IllegalArgumentException e) {
+      throw new BadRecordException("id=" + v.id(), "shape " + v.shape() + " cannot go through pipeline "
+          + spec.pipeline().describe() + ": " + e.getMessage());
+    }
+    VolumeShape out = plan.output();
+    long planeBytes = (long) out.c() * out.h() * out.w() * Float.BYTES;
+    int rowPlanes = (int) Math.max(1, Math.min(out.d(), spec.outputRowBytes() / planeBytes));
+    long outRow = rowPlanes * planeBytes;
+    long inRow = v.rows().stream().mapToLong(r -> (long) (r.d1() - r.d0())).max().orElse(1)
+        * v.shape().c() * v.shape().h() * v.shape().w() * Float.BYTES;
+    // the slab gets what one input row and one output row leave, at least a quarter of the budget
+    long share = Math.min(budget.maxRequest(), Math.max(budget.limit() / 4, budget.limit() - inRow - outRow));
+    int planes = planesFor(plan, share);
+    if (CpuBackend.slabBytes(plan, planes) > budget.maxRequest()) {
+      throw new io.volpool.memory.MemoryBudgetException("volume id=" + v.id() + " " + v.shape() + ": one output plane"
+          + " through " + spec.pipeline().describe() + " needs " + MemoryBudget.mib(CpuBackend.slabBytes(plan, 1))
+          + " of slab buffers, more than half of the " + MemoryBudget.mib(budget.limit()) + " memory budget ("
+          + MemoryBudget.SETTING + "); raise it", CpuBackend.slabBytes(plan, 1), budget.limit());
+    }
+    VolumeSource first = input.firstRow(v);
+    src = input.open(v);
+    bytesIn += v.bytes();
+    run = cpu.startSlabs(plan, planes, src, new RowCutter(first, out, rowPlanes), times);
+    LOG.info("{}: volume id={} {} -> {} in {} rows, slabs of {} output planes ({} of buffers), output rows of {} planes",
+        task, v.id(), v.shape(), out, v.rows().size(), run.planes(), MemoryBudget.mib(run.bytes()), rowPlanes);
+    return true;
+  }
+
+  /** The most output planes per slab whose buffers fit {@code bytes}, at least 1. */
+  static int planesFor(SlabPlan plan, long bytes) {
+    int lo = 1;
+    int hi = plan.output().d();
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >>> 1;
+      if (CpuBackend.slabBytes(plan, mid) <= bytes) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+
+  /** Gathers slab outputs into output rows of {@code rowPlanes} planes (the last may be shorter). */
+  private final class RowCutter implements io.volpool.backend.PlaneSink {
+    private final VolumeSource first;
+    private final VolumeShape out;
+    private final int rowPlanes;
+    private final int ohw;
+    private ByteBuffer row;
+    private int r0;
+    private int rn;
+
+    RowCutter(VolumeSource first, VolumeShape out, int rowPlanes) {
+      this.first = first;
+      this.out = out;
+      this.rowPlanes = rowPlanes;
+      this.ohw = out.h() * out.w();
+    }
+
+    @Override
+    public void write(int o0, int o1, float[] y) {
+      int d = o0;
+      while (d < o1) {
+        if (row == null) {
+          r0 = d;
+          rn = Math.min(rowPlanes, out.d() - d);
+          long bytes = ParquetBatchWriter.GAP + (long) out.c() * rn * ohw * Float.BYTES;
+          budget.forceAcquire(bytes, MemoryBudget.Use.BATCHES);
+          held += bytes;
+          row = ByteBuffer.allocate((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
+        }
+        int n = Math.min(o1, r0 + rn) - d;
+        for (int c = 0; c < out.c(); c++) {
+          row.position(ParquetBatchWriter.GAP + (c * rn + d - r0) * ohw * Float.BYTES);
+          row.asFloatBuffer().put(y, (c * (o1 - o0) + d - o0) * ohw, n * ohw);
+        }
+        d += n;
+        if (d == r0 + rn) {
+          row.clear();
+          ready.add(new BatchRunner.Finished(List.of(first), out, row, new long[] {ParquetBatchWriter.GAP},
+              new int[][] {{r0, r0 + rn}}));
+          row = null;
+        }
+      }
+    }
+  }
+
+  private void closeVolume() {
+    if (run != null) {
+      run.close();
+      run = null;
+    }
+  }
+
+  private void closeSource() {
+    if (src != null) {
+      src.close();
+      src = null;
+    }
+  }
+
+  @Override
+  public long volumesIn() {
+    return input.rowsRead();
+  }
+
+  @Override
+  public long bytesIn() {
+    return bytesIn;
+  }
+
+  @Override
+  public long bytesOut() {
+    return bytesOut;
+  }
+
+  @Override
+  public long batches() {
+    return slabs;
+  }
+
+  @Override
+  public long slabbedVolumes() {
+    return done;
+  }
+
+  @Override
+  public void close() {
+    try {
+      closeVolume();
+      closeSource();
+      input.close();
+    } finally {
+      budget.release(held + heldReturned, MemoryBudget.Use.BATCHES);
+      held = 0;
+      heldReturned = 0;
+      ready.clear();
+    }
+  }
+}

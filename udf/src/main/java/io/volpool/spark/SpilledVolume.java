@@ -1,0 +1,190 @@
+package io.volpool.spark;
+
+import io.volpool.backend.PhaseTimes;
+import io.volpool.backend.PlaneSource;
+import io.volpool.backend.VolumeSink;
+import io.volpool.cpu.CpuBackend;
+import io.volpool.io.VolumeSource;
+import io.volpool.memory.MemoryBudget;
+import io.volpool.op.Pipeline;
+import io.volpool.op.SlabPlan;
+import io.volpool.op.VolumeShape;
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import org.apache.spark.SparkEnv;
+
+/**
+ * A volume stored in one row (or one .npy file) that is larger than the memory budget lets one
+ * batch hold. Its bytes are streamed into a file in the executor's local directory (mapped, so
+ * readers write straight into it and the page cache, not the heap, holds it), the pipeline runs
+ * over it in slabs along D, and the output planes go into a second mapped file that the writer
+ * reads as the volume's output. Heap use is one slab's windows; files are deleted on close.
+ */
+final class SpilledVolume implements AutoCloseable {
+  private final File inFile;
+  private final File outFile;
+  private final BatchRunner.Finished finished;
+
+  private SpilledVolume(File inFile, File outFile, BatchRunner.Finished finished) {
+    this.inFile = inFile;
+    this.outFile = outFile;
+    this.finished = finished;
+  }
+
+  BatchRunner.Finished finished() {
+    return finished;
+  }
+
+  /** Runs {@code item} through {@code pipeline} on {@code cpu} in slabs that fit {@code budget}; call holding no batch. */
+  static SpilledVolume run(VolumeSource item, Pipeline pipeline, CpuBackend cpu, MemoryBudget budget, int gap,
+      PhaseTimes times) {
+    VolumeShape in = item.shape();
+    VolumeShape out = pipeline.outputShape(in);
+    if (gap + out.bytes() > Integer.MAX_VALUE - 8) {
+      throw new IllegalArgumentException("the output " + out + " of this volume is more than a Parquet value can hold"
+          + " (2 GiB); store the input across rows (a d0/d1 plane range per row), and its output is written the same way");
+    }
+    File inFile = scratch("in");
+    File outFile = null;
+    try {
+      MappedByteBuffer outMap;
+      outFile = scratch("out");
+      outMap = map(outFile, gap + out.bytes());
+      if (pipeline.stages().isEmpty()) {
+        long r0 = System.nanoTime();
+        item.copyTo(new MappedSink(outMap, gap));
+        times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
+      } else {
+        MappedByteBuffer inMap = map(inFile, in.bytes());
+        long r0 = System.nanoTime();
+        item.copyTo(new MappedSink(inMap, 0));
+        times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
+        SlabPlan plan = new SlabPlan(pipeline, in);
+        int planes = SlabVolumes.planesFor(plan, budget.maxRequest());
+        FloatBuffer src = inMap.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+        FloatBuffer dst = outMap.duplicate().order(ByteOrder.LITTLE_ENDIAN).position(gap).slice()
+            .order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+        int ohw = out.h() * out.w();
+        cpu.runSlabs(plan, planes, new MappedSource(item.record(), in, src), (o0, o1, y) -> {
+          for (int c = 0; c < out.c(); c++) {
+            dst.put((int) (c * out.plane() + (long) o0 * ohw), y, c * (o1 - o0) * ohw, (o1 - o0) * ohw);
+          }
+        }, times);
+      }
+      ByteBuffer output = outMap.duplicate().order(ByteOrder.LITTLE_ENDIAN).clear();
+      output.limit((int) (gap + out.bytes()));
+      return new SpilledVolume(inFile, outFile,
+          new BatchRunner.Finished(List.of(item), out, output, new long[] {gap}));
+    } catch (RuntimeException | Error e) {
+      delete(inFile);
+      delete(outFile);
+      throw e;
+    }
+  }
+
+  /** A file for spilled bytes in the executor's local directories (Spark's, else java.io.tmpdir). */
+  private static File scratch(String what) {
+    try {
+      SparkEnv env = SparkEnv.get();
+      if (env != null) {
+        return env.blockManager().diskBlockManager().createTempLocalBlock()._2();
+      }
+      File f = File.createTempFile("volpool-" + what + "-", ".spill");
+      f.deleteOnExit();
+      return f;
+    } catch (IOException e) {
+      throw new UncheckedIOException("creating a spill file for a volume larger than the memory budget: " + e.getMessage(), e);
+    }
+  }
+
+  private static MappedByteBuffer map(File f, long bytes) {
+    try (FileChannel ch = FileChannel.open(f.toPath(), StandardOpenOption.CREATE, StandardOpenOption.READ,
+        StandardOpenOption.WRITE)) {
+      return ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes);
+    } catch (IOException e) {
+      throw new UncheckedIOException("mapping " + (bytes >> 20) + " MiB of spill file " + f + " (is the executor's local"
+          + " directory, spark.local.dir, on a disk with room?): " + e.getMessage(), e);
+    }
+  }
+
+  private static void delete(File f) {
+    if (f != null) {
+      try {
+        Files.deleteIfExists(f.toPath());
+      } catch (IOException e) {
+        // best effort: Spark removes its local directories when the executor exits
+      }
+    }
+  }
+
+  /** Deletes the spill files (the mappings go with their buffers). */
+  @Override
+  public void close() {
+    delete(inFile);
+    delete(outFile);
+  }
+
+  /** Writes a volume's bytes into a mapped file from {@code at} on; readers fill its windows in place. */
+  private static final class MappedSink implements VolumeSink {
+    private final ByteBuffer buf;
+    private final int at;
+    private long pos;
+
+    MappedSink(MappedByteBuffer buf, int at) {
+      this.buf = buf.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+      this.at = at;
+    }
+
+    @Override
+    public void put(ByteBuffer src) {
+      int n = src.remaining();
+      buf.put((int) (at + pos), src, src.position(), n);
+      src.position(src.limit());
+      pos += n;
+    }
+
+    @Override
+    public void putFloat(float v) {
+      buf.putFloat((int) (at + pos), v);
+      pos += 4;
+    }
+
+    @Override
+    public ByteBuffer window(int max) {
+      return buf.slice((int) (at + pos), (int) Math.min(max, buf.capacity() - at - pos)).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    @Override
+    public void advance(int n) {
+      pos += n;
+    }
+
+    @Override
+    public long position() {
+      return pos;
+    }
+  }
+
+  /** Planes of a volume in a mapped file, read by position. */
+  private record MappedSource(String record, VolumeShape shape, FloatBuffer src) implements PlaneSource {
+    @Override
+    public void read(int d0, int d1, float[] dst, int at, int channelStride) {
+      int hw = shape.h() * shape.w();
+      for (int c = 0; c < shape.c(); c++) {
+        src.get((int) (c * shape.plane() + (long) d0 * hw), dst, c * channelStride + at, (d1 - d0) * hw);
+      }
+    }
+
+    @Override
+    public void close() {}
+  }
+}

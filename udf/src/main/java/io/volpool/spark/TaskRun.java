@@ -1,0 +1,28 @@
+package io.volpool.spark;
+
+/**
+ * The engine of one task as its partition function sees it: finished output, one piece at a time,
+ * and the counts it measured. {@link BatchRunner} runs whole volumes in batches;
+ * {@link SlabVolumes} runs volumes stored across rows in slabs.
+ */
+public interface TaskRun extends AutoCloseable {
+  /** The next finished output (valid until the next call), or null at the end. */
+  BatchRunner.Finished next();
+
+  /** Input rows read (for volumes stored across rows, their rows). */
+  long volumesIn();
+
+  long bytesIn();
+
+  long bytesOut();
+
+  long batches();
+
+  /** Volumes run in slabs. */
+  default long slabbedVolumes() {
+    return 0;
+  }
+
+  @Override
+  void close();
+}
