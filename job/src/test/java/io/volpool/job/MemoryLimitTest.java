@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.volpool.cpu.CpuBackend;
 import io.volpool.format.Npy;
+import io.volpool.format.NpyArray;
 import io.volpool.op.AvgPool3dSpec;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
@@ -90,13 +91,31 @@ class MemoryLimitTest {
   }
 
   @Test
-  void aBudgetSmallerThanOneVolumeNamesTheVolumeAndTheSetting(@TempDir Path tmp) throws Exception {
+  void aBudgetSmallerThanOneVolumeRunsItInSlabsAndTooSmallABudgetNamesTheVolume(@TempDir Path tmp) throws Exception {
     writeNpy(tmp.resolve("npy/big.npy"), 0);
+    // 128 MiB: one batch of the 512 MiB volume would need 640 MiB; slabs need a few MiB
     SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("npy").toString(), "input.format", "npy",
-        "output", tmp.resolve("out").toString(), "pipeline", "avgpool3d", "memory.budget", "512m"));
-    assertThat(r.code()).as(r.err()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
-    assertThat(r.err()).contains("volume file:" + tmp.resolve("npy/big.npy")).contains("[32, 128, 128, 256] (512.0 MiB)")
-        .contains("raise spark.volpool.memory.budget");
-    assertThat(tmp.resolve("out")).doesNotExist();
+        "output", tmp.resolve("out").toString(), "pipeline", "avgpool3d", "memory.budget", "128m", "device", "cpu"));
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out()).contains("volumes       1 in, 1 out").contains("1 slabbed");
+    NpyArray got = SparkTests.readNpy(tmp.resolve("out/big.npy"));
+    float[] x = new float[(int) BIG.numel()];
+    for (int k = 0; k < x.length; k++) {
+      x[k] = value(0, k);
+    }
+    float[] ref;
+    try (CpuBackend cpu = CpuBackend.fast(2)) {
+      ref = cpu.run(Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true)), BIG, x, 1);
+    }
+    assertThat(got.shape()).containsExactly(32, 64, 64, 128);
+    assertThat(got.toFloatArray()).as("slabbed .npy output = the whole-volume result, bit for bit").isEqualTo(ref);
+
+    // 16 MiB: even slabs of one output plane (three input planes of every channel) need more than half
+    SparkTests.Result tiny = SparkTests.run(SparkTests.conf("input", tmp.resolve("npy").toString(), "input.format", "npy",
+        "output", tmp.resolve("out2").toString(), "pipeline", "avgpool3d", "memory.budget", "16m", "device", "cpu"));
+    assertThat(tiny.code()).as(tiny.err()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    assertThat(tiny.err()).contains("volume file:" + tmp.resolve("npy/big.npy")).contains("[32, 128, 128, 256]")
+        .contains("one output plane").contains("raise spark.volpool.memory.budget");
+    assertThat(tmp.resolve("out2")).doesNotExist();
   }
 }

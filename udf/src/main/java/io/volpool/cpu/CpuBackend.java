@@ -251,8 +251,9 @@ public final class CpuBackend implements Backend {
       int stages = plan.pipeline().stages().size();
       int o1 = Math.min(od, o0 + t);
       Slab[] sl = plan.slabs(o0, o1);
-      int a = sl[0].inD0();
-      int b = sl[0].inD1();
+      int[] window = plan.inputPlanes(o0, o1);
+      int a = window[0];
+      int b = window[1];
       int stride = (b - a) * hw;
       int keepLo = Math.max(a, heldLo);
       if (keepLo < heldHi) {
@@ -280,7 +281,8 @@ public final class CpuBackend implements Backend {
         x = y;
       }
       times.add(Phase.KERNELS, System.nanoTime() - k0);
-      dst.write(o0, o1, out);
+      // the identity pipeline hands over the planes it read
+      dst.write(o0, o1, x);
       o0 = o1;
       return true;
     }

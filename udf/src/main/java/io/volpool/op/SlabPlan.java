@@ -13,10 +13,8 @@ public final class SlabPlan {
   private final Pipeline pipeline;
   private final List<VolumeShape> shapes;
 
+  /** A plan for {@code pipeline} on {@code input}; the identity pipeline's slabs are plane ranges copied as they are. */
   public SlabPlan(Pipeline pipeline, VolumeShape input) {
-    if (pipeline.stages().isEmpty()) {
-      throw new IllegalArgumentException("the identity pipeline has no slabs: volumes are copied as they are");
-    }
     this.pipeline = pipeline;
     this.shapes = pipeline.shapes(input);
   }
@@ -65,15 +63,16 @@ public final class SlabPlan {
     int t = Math.min(planes, od);
     int most = 0;
     for (int o0 = 0; o0 < od; o0 += t) {
-      most = Math.max(most, slabs(o0, Math.min(od, o0 + t))[stage].inDn());
+      int o1 = Math.min(od, o0 + t);
+      most = Math.max(most, stage == 0 ? inputPlanes(o0, o1)[1] - inputPlanes(o0, o1)[0] : slabs(o0, o1)[stage].inDn());
     }
     return most;
   }
 
   /** The input planes {@code [lo, hi)} that final output planes {@code [o0, o1)} read. */
   public int[] inputPlanes(int o0, int o1) {
-    Slab first = slabs(o0, o1)[0];
-    return new int[] {first.inD0(), first.inD1()};
+    Slab[] s = slabs(o0, o1);
+    return s.length == 0 ? new int[] {o0, o1} : new int[] {s[0].inD0(), s[0].inD1()};
   }
 
   /**
@@ -92,8 +91,9 @@ public final class SlabPlan {
             java.util.stream.IntStream.range(Math.max(0, od / 2 - t / 2 - 32), Math.min(od - t, od / 2 - t / 2 + 32)));
     for (int o0 : starts.toArray()) {
       Slab[] s = slabs(o0, o0 + t);
+      int[] in = inputPlanes(o0, o0 + t);
       long f = Slab.floats(output(), t);
-      f += Slab.floats(shapes.get(0), s[0].inDn());
+      f += Slab.floats(shapes.get(0), in[1] - in[0]);
       for (int i = 0; i < s.length; i++) {
         f += Slab.floats(shapes.get(i), s[i].inDn());
       }

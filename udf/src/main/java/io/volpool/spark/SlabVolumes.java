@@ -111,12 +111,7 @@ public final class SlabVolumes implements TaskRun {
     // the slab gets what one input row and one output row leave, at least a quarter of the budget
     long share = Math.min(budget.maxRequest(), Math.max(budget.limit() / 4, budget.limit() - inRow - outRow));
     int planes = planesFor(plan, share);
-    if (CpuBackend.slabBytes(plan, planes) > budget.maxRequest()) {
-      throw new io.volpool.memory.MemoryBudgetException("volume id=" + v.id() + " " + v.shape() + ": one output plane"
-          + " through " + spec.pipeline().describe() + " needs " + MemoryBudget.mib(CpuBackend.slabBytes(plan, 1))
-          + " of slab buffers, more than half of the " + MemoryBudget.mib(budget.limit()) + " memory budget ("
-          + MemoryBudget.SETTING + "); raise it", CpuBackend.slabBytes(plan, 1), budget.limit());
-    }
+    checkOnePlaneFits("id=" + v.id(), plan, budget);
     VolumeSource first = input.firstRow(v);
     src = input.open(v);
     bytesIn += v.bytes();
@@ -124,6 +119,17 @@ public final class SlabVolumes implements TaskRun {
     LOG.info("{}: volume id={} {} -> {} in {} rows, slabs of {} output planes ({} of buffers), output rows of {} planes",
         task, v.id(), v.shape(), out, v.rows().size(), run.planes(), MemoryBudget.mib(run.bytes()), rowPlanes);
     return true;
+  }
+
+  /** Fails, naming the volume, when even slabs of one output plane need more than one request of the budget. */
+  static void checkOnePlaneFits(String record, SlabPlan plan, MemoryBudget budget) {
+    long one = CpuBackend.slabBytes(plan, 1);
+    if (one > budget.maxRequest()) {
+      throw new io.volpool.memory.MemoryBudgetException("volume " + record + " " + plan.input() + ": one output plane"
+          + " through " + plan.pipeline().describe() + " needs " + MemoryBudget.mib(one) + " of slab buffers, more than"
+          + " half of the " + MemoryBudget.mib(budget.limit()) + " memory budget; raise " + MemoryBudget.SETTING
+          + " (and the memory behind it) to at least " + MemoryBudget.mib(2 * one), one, budget.limit());
+    }
   }
 
   /** The most output planes per slab whose buffers fit {@code bytes}, at least 1. */

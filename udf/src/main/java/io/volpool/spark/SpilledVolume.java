@@ -70,6 +70,7 @@ final class SpilledVolume implements AutoCloseable {
         times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
         SlabPlan plan = new SlabPlan(pipeline, in);
         int planes = SlabVolumes.planesFor(plan, budget.maxRequest());
+        SlabVolumes.checkOnePlaneFits(item.record(), plan, budget);
         FloatBuffer src = inMap.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
         FloatBuffer dst = outMap.duplicate().order(ByteOrder.LITTLE_ENDIAN).position(gap).slice()
             .order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();

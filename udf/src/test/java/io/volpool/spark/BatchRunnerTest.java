@@ -196,13 +196,34 @@ class BatchRunnerTest {
   }
 
   @Test
-  void aVolumeLargerThanTheBudgetIsNamed() {
+  void volumesLargerThanABatchMayBeRunAloneInSlabsBetweenOthers() {
+    // [4, 16, 16, 16] needs ~80 KB as a batch of one; half of a 100 KB budget is less: it runs in
+    // slabs, spilled to a local file, between batches of smaller volumes, in input order
+    VolumeShape big = new VolumeShape(4, 16, 16, 16);
+    VolumeShape small = new VolumeShape(1, 4, 4, 4);
+    List<VolumeShape> shapes = List.of(small, small, big, small, big);
+    MemoryBudget budget = new MemoryBudget(100_000);
+    MemoryBudget roomy = new MemoryBudget(64L << 20);
+    assertThat(CpuBackend.batchBytes(POOL, big, 1, 4)).isGreaterThan(budget.maxRequest());
+    try (CpuBackend cpu = CpuBackend.fast(1, budget); CpuBackend whole = CpuBackend.fast(1, roomy)) {
+      List<float[]> slabbed = run(input(shapes, 4, 0), cpu, budget, 2);
+      List<float[]> batched = run(input(shapes, 4, 0), whole, roomy, 2);
+      assertThat(slabbed).hasSize(shapes.size());
+      for (int i = 0; i < shapes.size(); i++) {
+        assertThat(slabbed.get(i)).as("volume %d", i).isEqualTo(batched.get(i));
+      }
+    }
+    assertThat(budget.used()).as("everything given back once the backend's pools close").isZero();
+  }
+
+  @Test
+  void aVolumeNotEvenOnePlaneOfWhichFitsIsNamed() {
     VolumeShape s = new VolumeShape(4, 16, 16, 16);
-    MemoryBudget budget = new MemoryBudget(40_000);
+    MemoryBudget budget = new MemoryBudget(20_000);
     try (CpuBackend cpu = CpuBackend.fast(1, budget)) {
       assertThatThrownBy(() -> run(input(List.of(s), 3, 0), cpu, budget, 1))
           .isInstanceOf(MemoryBudgetException.class)
-          .hasMessageStartingWith("volume v0 [4, 16, 16, 16] (0.1 MiB): a CPU batch of 1 volumes")
+          .hasMessageStartingWith("volume v0 [4, 16, 16, 16]: one output plane through avgpool3d needs")
           .hasMessageContaining("spark.volpool.memory.budget");
     }
   }

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Write and read volumes stored across rows, the Parquet layout volpool uses for volumes of any size.
+
+Each row holds planes [d0, d1) along D of every channel of the volume its id names:
+    id     string          the volume's name (rows of one volume share it)
+    shape  list<int32>     the WHOLE volume's [C, D, H, W]
+    dtype  string          "float32"
+    d0     int32           first plane along D in this row
+    d1     int32           one past the last plane
+    data   binary          planes [d0, d1) of every channel: [C, d1-d0, H, W], little-endian float32, C order
+Rows of one volume may be in any order and in any files; together they cover [0, D) once.
+
+    python3 volumes_across_rows.py write DIR [C D H W] [planes-per-row]   # a random volume as rows
+    python3 volumes_across_rows.py read DIR                               # reassemble every volume, print a digest
+"""
+import hashlib
+import os
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA = pa.schema([
+    ("id", pa.string()), ("shape", pa.list_(pa.int32())), ("dtype", pa.string()),
+    ("d0", pa.int32()), ("d1", pa.int32()), ("data", pa.binary()),
+])
+
+
+def write_volume(path, vid, vol, planes_per_row):
+    """Writes vol [C, D, H, W] as rows of planes_per_row planes, one row group per row (rows can be large)."""
+    c, d, h, w = vol.shape
+    with pq.ParquetWriter(path, SCHEMA, compression="none") as out:
+        for d0 in range(0, d, planes_per_row):
+            d1 = min(d, d0 + planes_per_row)
+            part = np.ascontiguousarray(vol[:, d0:d1], dtype="<f4")
+            out.write_table(pa.table({
+                "id": [vid], "shape": [[c, d, h, w]], "dtype": ["float32"],
+                "d0": [d0], "d1": [d1], "data": [part.tobytes()],
+            }, schema=SCHEMA))
+
+
+def read_volumes(folder):
+    """Every volume in folder (searched recursively), reassembled from its rows: {id: array [C, D, H, W]}."""
+    table = pq.ParquetDataset(folder).read(columns=["id", "shape", "d0", "d1", "data"])
+    vols, seen = {}, {}
+    for row in table.to_pylist():
+        c, d, h, w = row["shape"]
+        vol = vols.setdefault(row["id"], np.full((c, d, h, w), np.nan, dtype="<f4"))
+        d0, d1 = row["d0"], row["d1"]
+        vol[:, d0:d1] = np.frombuffer(row["data"], dtype="<f4").reshape(c, d1 - d0, h, w)
+        seen.setdefault(row["id"], []).append((d0, d1))
+    for vid, ranges in seen.items():
+        ranges.sort()
+        covered = 0
+        for d0, d1 in ranges:
+            assert d0 == covered, f"volume {vid}: planes [{covered}, {d0}) missing or overlapping at {d0}"
+            covered = d1
+        assert covered == vols[vid].shape[1], f"volume {vid}: planes [{covered}, {vols[vid].shape[1]}) missing"
+    return vols
+
+
+def digest(vol):
+    return hashlib.sha256(np.ascontiguousarray(vol, dtype="<f4").tobytes()).hexdigest()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "write":
+        folder = sys.argv[2]
+        c, d, h, w = (int(x) for x in sys.argv[3:7]) if len(sys.argv) >= 7 else (2, 40, 64, 64)
+        per_row = int(sys.argv[7]) if len(sys.argv) >= 8 else 7
+        os.makedirs(folder, exist_ok=True)
+        vol = np.random.default_rng(5).standard_normal((c, d, h, w), dtype=np.float32)
+        write_volume(os.path.join(folder, "vol-a.parquet"), "vol-a", vol, per_row)
+        print("vol-a", digest(vol))
+    elif len(sys.argv) == 3 and sys.argv[1] == "read":
+        for vid, vol in sorted(read_volumes(sys.argv[2]).items()):
+            print(vid, digest(vol))
+    else:
+        sys.exit(__doc__)
