@@ -123,6 +123,14 @@ public final class NpyVolumeInput implements VolumeInput {
     }
 
     @Override
+    public io.volpool.backend.PlaneSource positionedPlanes() {
+      if (file.whole != null || !file.header.isPlainF32()) {
+        return null;
+      }
+      return new PositionedPlanes(file.src, file.header.dataOffset() + index * file.shape.bytes(), file.shape, record());
+    }
+
+    @Override
     public void copyTo(VolumeSink dst) {
       long t0 = System.nanoTime();
       long vb = file.shape.bytes();

@@ -149,6 +149,21 @@ public final class ParquetVolumeInput implements VolumeInput {
     }
 
     @Override
+    public io.volpool.backend.PlaneSource positionedPlanes() {
+      VolumeShape s = shape();
+      if (!layout.isBinary() || layout.planeRows()) {
+        return null;
+      }
+      long at = tensor.streamedValueAt();
+      if (at < 0) {
+        return null;
+      }
+      consumed = true;
+      tensor.skipStreamed();
+      return new PositionedPlanes(data, at, s, record);
+    }
+
+    @Override
     public void copyTo(VolumeSink dst) {
       VolumeShape s = shape();
       consumed = true;

@@ -188,6 +188,26 @@ final class TensorColumnReader implements AutoCloseable {
     return peekedBinary.length();
   }
 
+  /**
+   * Where the binary value at the current entry starts in the file when its page is streamed
+   * (uncompressed PLAIN), after its length prefix; -1 otherwise. {@link #skipStreamed()} then moves on.
+   */
+  long streamedValueAt() {
+    if (!stream) {
+      return -1;
+    }
+    binaryLength();
+    return src.pos();
+  }
+
+  /** Moves past the streamed binary value at the current entry without reading it. */
+  void skipStreamed() {
+    int len = binaryLength();
+    src.seek(src.pos() + len);
+    peekedLength = -1;
+    idx++;
+  }
+
   /** Copies the binary value at the current entry into {@code sink} and moves on. */
   void copyBinary(VolumeSink sink) {
     int len = binaryLength();

@@ -17,4 +17,13 @@ public interface VolumeSource {
 
   /** Writes the volume's {@code shape().bytes()} bytes to {@code dst}. Called once. */
   void copyTo(VolumeSink dst);
+
+  /**
+   * The volume's planes read by position where it lies in its file, when it is stored plainly
+   * (uncompressed little-endian float32 in C order); else null. Used instead of {@link #copyTo}
+   * (once), to run a volume in slabs without copying it whole; close it before the next volume.
+   */
+  default io.volpool.backend.PlaneSource positionedPlanes() {
+    return null;
+  }
 }

@@ -24,10 +24,11 @@ import org.apache.spark.SparkEnv;
 
 /**
  * A volume stored in one row (or one .npy file) that is larger than the memory budget lets one
- * batch hold. Its bytes are streamed into a file in the executor's local directory (mapped, so
- * readers write straight into it and the page cache, not the heap, holds it), the pipeline runs
- * over it in slabs along D, and the output planes go into a second mapped file that the writer
- * reads as the volume's output. Heap use is one slab's windows; files are deleted on close.
+ * batch hold, run alone in slabs along D. A volume stored plainly (an uncompressed PLAIN Parquet
+ * value, a C-order {@code <f4} .npy) is read by position, slab by slab; any other is first streamed
+ * into a file in the executor's local directory (mapped, so readers write straight into it and the
+ * page cache, not the heap, holds it). The output planes go into a mapped file that the writer reads
+ * as the volume's output. Heap use is one slab's windows; files are deleted on close.
  */
 final class SpilledVolume implements AutoCloseable {
   private final File inFile;
@@ -64,22 +65,28 @@ final class SpilledVolume implements AutoCloseable {
         item.copyTo(new MappedSink(outMap, gap));
         times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
       } else {
-        MappedByteBuffer inMap = map(inFile, in.bytes());
-        long r0 = System.nanoTime();
-        item.copyTo(new MappedSink(inMap, 0));
-        times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
         SlabPlan plan = new SlabPlan(pipeline, in);
         int planes = SlabVolumes.planesFor(plan, budget.maxRequest());
         SlabVolumes.checkOnePlaneFits(item.record(), plan, budget);
-        FloatBuffer src = inMap.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+        // stored plainly: slabs read their planes where they lie; else the volume is spilled first
+        PlaneSource source = item.positionedPlanes();
+        if (source == null) {
+          MappedByteBuffer inMap = map(inFile, in.bytes());
+          long r0 = System.nanoTime();
+          item.copyTo(new MappedSink(inMap, 0));
+          times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
+          source = new MappedSource(item.record(), in, inMap.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer());
+        }
         FloatBuffer dst = outMap.duplicate().order(ByteOrder.LITTLE_ENDIAN).position(gap).slice()
             .order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
         int ohw = out.h() * out.w();
-        cpu.runSlabs(plan, planes, new MappedSource(item.record(), in, src), (o0, o1, y) -> {
-          for (int c = 0; c < out.c(); c++) {
-            dst.put((int) (c * out.plane() + (long) o0 * ohw), y, c * (o1 - o0) * ohw, (o1 - o0) * ohw);
-          }
-        }, times);
+        try (PlaneSource src = source) {
+          cpu.runSlabs(plan, planes, src, (o0, o1, y) -> {
+            for (int c = 0; c < out.c(); c++) {
+              dst.put((int) (c * out.plane() + (long) o0 * ohw), y, c * (o1 - o0) * ohw, (o1 - o0) * ohw);
+            }
+          }, times);
+        }
       }
       ByteBuffer output = outMap.duplicate().order(ByteOrder.LITTLE_ENDIAN).clear();
       output.limit((int) (gap + out.bytes()));
