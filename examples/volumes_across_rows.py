@@ -28,9 +28,12 @@ SCHEMA = pa.schema([
 
 
 def write_volume(path, vid, vol, planes_per_row):
-    """Writes vol [C, D, H, W] as rows of planes_per_row planes, one row group per row (rows can be large)."""
+    """Writes vol [C, D, H, W] as rows of planes_per_row planes, one row group per row (rows can be large).
+
+    Uncompressed and without dictionary encoding, so volpool streams each row's planes from the file
+    (pyarrow's default dictionary puts a large value in a dictionary page, read through the heap)."""
     c, d, h, w = vol.shape
-    with pq.ParquetWriter(path, SCHEMA, compression="none") as out:
+    with pq.ParquetWriter(path, SCHEMA, compression="none", use_dictionary=False) as out:
         for d0 in range(0, d, planes_per_row):
             d1 = min(d, d0 + planes_per_row)
             part = np.ascontiguousarray(vol[:, d0:d1], dtype="<f4")

@@ -179,7 +179,7 @@ class VolumesAcrossRowsTest {
     write(tmp.resolve("in/sub/two.parquet"), parts.subList(5, parts.size()), CompressionCodecName.SNAPPY);
     Path out = tmp.resolve("out");
     SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", out.toString(),
-        "pipeline", "avgpool3d", "memory.budget", "48m", "output.rowBytes", "1m", "device", "cpu"));
+        "pipeline", "avgpool3d", "memory.budget", "96m", "output.rowBytes", "1m", "device", "cpu"));
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("volumes       10 in").contains("2 slabbed (rows of 2 volumes stored across rows)");
     Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));

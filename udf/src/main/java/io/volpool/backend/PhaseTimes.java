@@ -24,4 +24,10 @@ public final class PhaseTimes {
       nanos[i] += other.nanos[i];
     }
   }
+
+  /** Adds these times to {@code to} and starts again from zero. */
+  public void moveTo(PhaseTimes to) {
+    to.addAll(this);
+    java.util.Arrays.fill(nanos, 0);
+  }
 }

@@ -4,26 +4,59 @@ import io.volpool.backend.FloatSink;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.PlaneSource;
 import io.volpool.memory.MemoryBudget;
+import io.volpool.memory.MemoryBudgetException;
 import io.volpool.op.VolumeShape;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.conf.Configuration;
 
 /**
  * Reads the volumes of a task that are stored across rows, each as a {@link PlaneSource}: its rows
- * in plane order, wherever the driver found them, one row in memory at a time. A row is read with
- * the same reader as whole-volume rows (so every codec and page kind works), and must still be what
- * the driver planned (id and planes); else the input changed under the job. Row buffers are counted
- * in the memory budget.
+ * in plane order, wherever the driver found them. While the slabs of one row run, the next row is
+ * read on a thread of its own, so reading overlaps the kernels; at most two rows are in memory. A
+ * row is read with the same reader as whole-volume rows (so every codec and page kind works) and
+ * must still be what the driver planned (id and planes); else the input changed under the job. Row
+ * buffers are counted in the memory budget.
  */
 public final class PlaneRowsInput implements AutoCloseable {
   private final TensorLayout layout;
   private final Configuration conf;
   private final PhaseTimes times;
+  private final PhaseTimes aheadTimes = new PhaseTimes();
   private final MemoryBudget budget;
+  private final AtomicLong rowsRead = new AtomicLong();
+  private ExecutorService ahead;
+  /** Page memory (compressed or dictionary pages read through the heap) from the budget, never refused. */
+  private final PageGate pages = new PageGate() {
+    @Override
+    public boolean acquire(long bytes, String what) {
+      if (bytes > budget.maxRequest()) {
+        throw new MemoryBudgetException(what + " needs " + MemoryBudget.mib(bytes) + " of host memory at once, but the"
+            + " budget admits at most " + MemoryBudget.mib(budget.maxRequest()) + " per request (half of "
+            + MemoryBudget.SETTING + "=" + MemoryBudget.mib(budget.limit()) + "); raise it, or write the rows uncompressed"
+            + " and without dictionary encoding, which stream", bytes, budget.limit());
+      }
+      budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
+      return true;
+    }
+
+    @Override
+    public void force(long bytes) {
+      budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
+    }
+
+    @Override
+    public void release(long bytes) {
+      budget.release(bytes, MemoryBudget.Use.PAGES);
+    }
+  };
   private ParquetVolumeInput cur;
   private ParquetSplit curSplit;
   private long curNext;
-  private long rowsRead;
 
   public PlaneRowsInput(TensorLayout layout, Configuration conf, MemoryBudget budget, PhaseTimes times) {
     this.layout = layout;
@@ -34,20 +67,25 @@ public final class PlaneRowsInput implements AutoCloseable {
 
   /** Input rows read so far, over every volume. */
   public long rowsRead() {
-    return rowsRead;
+    return rowsRead.get();
   }
 
-  /** The row {@code r} of the plan, positioned for reading its data. */
+  /**
+   * The row {@code r} of the plan, positioned for reading its data. One thread at a time: the task
+   * thread between volumes and before a volume's read-ahead starts, else the read-ahead thread. Its
+   * time goes to {@code aheadTimes}, moved to the task's times when no read-ahead runs.
+   */
   private ParquetVolumeInput.Row row(PlaneVolume v, PlaneVolume.Row r) {
+    PhaseTimes t = aheadTimes;
     if (cur == null || !r.split().equals(curSplit) || r.row() < curNext) {
       closeCurrent();
-      cur = new ParquetVolumeInput(List.of(r.split()), layout, conf, times);
+      cur = new ParquetVolumeInput(List.of(r.split()), layout, conf, t);
       curSplit = r.split();
       curNext = 0;
     }
     ParquetVolumeInput.Row row = null;
     while (curNext <= r.row()) {
-      row = (ParquetVolumeInput.Row) cur.next(PageGate.UNLIMITED);
+      row = (ParquetVolumeInput.Row) cur.next(pages);
       if (row == null) {
         throw new CorruptInputException(r.split().path() + ": row " + r.row() + " of the row group at byte "
             + r.split().start() + " is gone; the input changed while the job ran");
@@ -65,25 +103,35 @@ public final class PlaneRowsInput implements AutoCloseable {
     return row;
   }
 
-  /** The first row of {@code v} (its pass-through columns go to the output). */
+  /** The first row of {@code v} (its pass-through columns go to the output). Call between volumes. */
   public ParquetVolumeInput.Row firstRow(PlaneVolume v) {
-    return row(v, v.rows().get(0));
+    ParquetVolumeInput.Row first = row(v, v.rows().get(0));
+    aheadTimes.moveTo(times);
+    return first;
   }
 
-  /** {@code v} read forward along D. Close it to give back its row buffer. */
+  /** {@code v} read forward along D. Close it to give back its row buffers. */
   public PlaneSource open(PlaneVolume v) {
+    if (ahead == null) {
+      ahead = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "volpool-rows-ahead");
+        t.setDaemon(true);
+        return t;
+      });
+    }
     return new Source(v);
   }
+
+  /** One row's planes in memory, counted in the budget. */
+  private record Loaded(float[] buf, long bytes, int lo, int hi) {}
 
   private final class Source implements PlaneSource {
     private final PlaneVolume v;
     private final VolumeShape shape;
     private final int hw;
     private int next;
-    private float[] buf;
-    private long held;
-    private int lo;
-    private int hi;
+    private Loaded row;
+    private Future<Loaded> pending;
 
     Source(PlaneVolume v) {
       this.v = v;
@@ -101,58 +149,105 @@ public final class PlaneRowsInput implements AutoCloseable {
       return shape;
     }
 
-    private void load() {
-      PlaneVolume.Row r = v.rows().get(next++);
+    /** Reads row {@code i} of the volume (on the read-ahead thread, or this one before it starts). */
+    private Loaded load(int i) {
+      PlaneVolume.Row r = v.rows().get(i);
       long bytes = (long) shape.c() * (r.d1() - r.d0()) * hw * Float.BYTES;
       if (bytes > budget.maxRequest() || bytes / Float.BYTES > Integer.MAX_VALUE - 8) {
-        throw new io.volpool.memory.MemoryBudgetException("volume " + record() + ": its row holding planes [" + r.d0()
-            + ", " + r.d1() + ") is " + MemoryBudget.mib(bytes) + ", more than half of the " + MemoryBudget.mib(budget.limit())
+        throw new MemoryBudgetException("volume " + record() + ": its row holding planes [" + r.d0() + ", " + r.d1()
+            + ") is " + MemoryBudget.mib(bytes) + ", more than half of the " + MemoryBudget.mib(budget.limit())
             + " memory budget (" + MemoryBudget.SETTING + "); raise the budget, or write the volume in rows of fewer planes",
             bytes, budget.limit());
       }
-      release();
       budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
-      held = bytes;
-      buf = new float[(int) (bytes / Float.BYTES)];
-      row(v, r).copyTo(new FloatSink(buf));
-      rowsRead++;
-      lo = r.d0();
-      hi = r.d1();
+      try {
+        float[] buf = new float[(int) (bytes / Float.BYTES)];
+        row(v, r).copyTo(new FloatSink(buf));
+        rowsRead.incrementAndGet();
+        return new Loaded(buf, bytes, r.d0(), r.d1());
+      } catch (RuntimeException | Error e) {
+        budget.release(bytes, MemoryBudget.Use.PAGES);
+        throw e;
+      }
+    }
+
+    /** Makes the next row current and starts reading the one after it. */
+    private void advance() {
+      Loaded l;
+      if (pending != null) {
+        Future<Loaded> f = pending;
+        pending = null;
+        l = join(f);
+      } else {
+        l = load(next++);
+      }
+      release(row);
+      row = l;
+      if (next < v.rows().size()) {
+        int i = next++;
+        pending = ahead.submit(() -> load(i));
+      }
+    }
+
+    private Loaded join(Future<Loaded> f) {
+      try {
+        return f.get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while reading a row of " + record(), e);
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof RuntimeException re) {
+          throw re;
+        }
+        if (e.getCause() instanceof Error er) {
+          throw er;
+        }
+        throw new IllegalStateException(e.getCause());
+      }
     }
 
     @Override
     public void read(int d0, int d1, float[] dst, int at, int channelStride) {
       int d = d0;
       while (d < d1) {
-        while (buf == null || d >= hi) {
-          load();
+        while (row == null || d >= row.hi()) {
+          advance();
         }
-        int n = Math.min(d1, hi) - d;
+        int n = Math.min(d1, row.hi()) - d;
+        int rn = row.hi() - row.lo();
         for (int c = 0; c < shape.c(); c++) {
-          System.arraycopy(buf, (c * (hi - lo) + d - lo) * hw, dst, c * channelStride + at + (d - d0) * hw, n * hw);
+          System.arraycopy(row.buf(), (c * rn + d - row.lo()) * hw, dst, c * channelStride + at + (d - d0) * hw, n * hw);
         }
         d += n;
       }
     }
 
-    private void release() {
-      if (held > 0) {
-        budget.release(held, MemoryBudget.Use.PAGES);
-        held = 0;
-        buf = null;
+    private void release(Loaded l) {
+      if (l != null) {
+        budget.release(l.bytes(), MemoryBudget.Use.PAGES);
       }
     }
 
     /** Reads the rows no output plane needed, so every row of the volume is read and counted. */
-    public void finish() {
-      while (next < v.rows().size()) {
-        load();
+    void finish() {
+      while (next < v.rows().size() || pending != null) {
+        advance();
       }
     }
 
     @Override
     public void close() {
-      release();
+      if (pending != null) {
+        try {
+          release(join(pending));
+        } catch (RuntimeException | Error e) {
+          // the volume already failed or finished; its read-ahead's error is not news
+        }
+        pending = null;
+      }
+      release(row);
+      row = null;
+      aheadTimes.moveTo(times);
     }
   }
 
@@ -171,6 +266,9 @@ public final class PlaneRowsInput implements AutoCloseable {
 
   @Override
   public void close() {
+    if (ahead != null) {
+      ahead.shutdownNow();
+    }
     closeCurrent();
   }
 }

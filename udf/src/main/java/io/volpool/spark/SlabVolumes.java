@@ -108,8 +108,9 @@ public final class SlabVolumes implements TaskRun {
     long outRow = rowPlanes * planeBytes;
     long inRow = v.rows().stream().mapToLong(r -> (long) (r.d1() - r.d0())).max().orElse(1)
         * v.shape().c() * v.shape().h() * v.shape().w() * Float.BYTES;
-    // the slab gets what one input row and one output row leave, at least a quarter of the budget
-    long share = Math.min(budget.maxRequest(), Math.max(budget.limit() / 4, budget.limit() - inRow - outRow));
+    // the slab gets what two input rows (one read ahead) and three output rows (one being written,
+    // one ready, one being filled) leave, at least a quarter of the budget
+    long share = Math.min(budget.maxRequest(), Math.max(budget.limit() / 4, budget.limit() - 2 * inRow - 3 * outRow));
     int planes = planesFor(plan, share);
     checkOnePlaneFits("id=" + v.id(), plan, budget);
     VolumeSource first = input.firstRow(v);
