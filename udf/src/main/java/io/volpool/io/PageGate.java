@@ -38,4 +38,23 @@ public interface PageGate {
       super("page memory refused", null, false, false);
     }
   }
+
+  /** A gate whose memory is a budget's page memory; subclasses decide how {@link #acquire} waits. */
+  abstract class Budgeted implements PageGate {
+    protected final io.volpool.memory.MemoryBudget budget;
+
+    protected Budgeted(io.volpool.memory.MemoryBudget budget) {
+      this.budget = budget;
+    }
+
+    @Override
+    public void force(long bytes) {
+      budget.forceAcquire(bytes, io.volpool.memory.MemoryBudget.Use.PAGES);
+    }
+
+    @Override
+    public void release(long bytes) {
+      budget.release(bytes, io.volpool.memory.MemoryBudget.Use.PAGES);
+    }
+  }
 }

@@ -30,39 +30,30 @@ public final class PlaneRowsInput implements AutoCloseable {
   private final MemoryBudget budget;
   private final AtomicLong rowsRead = new AtomicLong();
   private ExecutorService ahead;
-  /** Page memory (compressed or dictionary pages read through the heap) from the budget, never refused. */
-  private final PageGate pages = new PageGate() {
-    @Override
-    public boolean acquire(long bytes, String what) {
-      if (bytes > budget.maxRequest()) {
-        throw new MemoryBudgetException(what + " needs " + MemoryBudget.mib(bytes) + " of host memory at once, but the"
-            + " budget admits at most " + MemoryBudget.mib(budget.maxRequest()) + " per request (half of "
-            + MemoryBudget.SETTING + "=" + MemoryBudget.mib(budget.limit()) + "); raise it, or write the rows uncompressed"
-            + " and without dictionary encoding, which stream", bytes, budget.limit());
-      }
-      budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
-      return true;
-    }
-
-    @Override
-    public void force(long bytes) {
-      budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
-    }
-
-    @Override
-    public void release(long bytes) {
-      budget.release(bytes, MemoryBudget.Use.PAGES);
-    }
-  };
   private ParquetVolumeInput cur;
   private ParquetSplit curSplit;
   private long curNext;
+  /** Page memory (compressed or dictionary pages read through the heap) from the budget, never refused. */
+  private final PageGate pages;
 
   public PlaneRowsInput(TensorLayout layout, Configuration conf, MemoryBudget budget, PhaseTimes times) {
     this.layout = layout;
     this.conf = conf;
     this.budget = budget;
     this.times = times;
+    this.pages = new PageGate.Budgeted(budget) {
+      @Override
+      public boolean acquire(long bytes, String what) {
+        if (bytes > budget.maxRequest()) {
+          throw new MemoryBudgetException(what + " needs " + MemoryBudget.mib(bytes) + " of host memory at once, but the"
+              + " budget admits at most " + MemoryBudget.mib(budget.maxRequest()) + " per request (half of "
+              + MemoryBudget.SETTING + "=" + MemoryBudget.mib(budget.limit()) + "); raise it, or write the rows"
+              + " uncompressed and without dictionary encoding, which stream", bytes, budget.limit());
+        }
+        force(bytes);
+        return true;
+      }
+    };
   }
 
   /** Input rows read so far, over every volume. */

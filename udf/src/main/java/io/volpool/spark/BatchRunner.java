@@ -61,7 +61,7 @@ public final class BatchRunner implements TaskRun {
   private final PhaseTimes times;
   private final String taskName;
   private final ArrayDeque<Submitted> inflight = new ArrayDeque<>();
-  private final Gate gate = new Gate();
+  private final Gate gate;
   private VolumeSource peeked;
   private boolean ended;
   private BatchExecutor exec;
@@ -93,6 +93,7 @@ public final class BatchRunner implements TaskRun {
     this.spec = spec;
     this.outputGap = outputGap;
     this.budget = budget;
+    this.gate = new Gate();
     this.times = times;
     this.taskName = taskName;
   }
@@ -123,23 +124,17 @@ public final class BatchRunner implements TaskRun {
   }
 
   /** Page memory for readers, under the runner's waiting rule. */
-  private final class Gate implements PageGate {
+  private final class Gate extends PageGate.Budgeted {
+    Gate() {
+      super(BatchRunner.this.budget);
+    }
+
     @Override
     public boolean acquire(long bytes, String what) {
       long t0 = System.nanoTime();
       boolean ok = budget.acquire(bytes, MemoryBudget.Use.PAGES, holdsNothing(), () -> what);
       times.add(Phase.WAIT_BUDGET, System.nanoTime() - t0);
       return ok;
-    }
-
-    @Override
-    public void force(long bytes) {
-      budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
-    }
-
-    @Override
-    public void release(long bytes) {
-      budget.release(bytes, MemoryBudget.Use.PAGES);
     }
   }
 
