@@ -141,7 +141,11 @@ public final class VolpoolJob {
     return String.join(",", parts);
   }
 
-  /** Threads of the CPU backend: the setting, else the executor's cores. */
+  /**
+   * Threads of the CPU backend: the setting, else {@code local[N]}'s N; on a cluster 0, which each
+   * executor resolves to its own cores ({@link RunSpec#executorThreads}): the driver's host says
+   * nothing about the executors'.
+   */
   static int cpuThreads(JobSettings s, SparkSession spark) {
     if (s.cpuThreads() > 0) {
       return s.cpuThreads();
@@ -150,7 +154,7 @@ public final class VolpoolJob {
     if (master.startsWith("local")) {
       return Math.max(1, spark.sparkContext().defaultParallelism());
     }
-    return spark.sparkContext().getConf().getInt("spark.executor.cores", Runtime.getRuntime().availableProcessors());
+    return 0;
   }
 
   public static RunSummary run(SparkSession spark, JobSettings s) throws IOException {

@@ -59,7 +59,7 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     }
     TaskState state = TaskState.start(attempt);
     MemoryBudget budget = MemoryBudget.forJvm(spec.budgetBytes());
-    Backend backend = Backends.get(spec.device(), spec.cpuThreads(), spec.gpuMemoryFraction(), budget);
+    Backend backend = Backends.get(spec.device(), spec.executorThreads(), spec.gpuMemoryFraction(), budget);
     int device = deviceOf(tc, backend);
     String task = "task " + plan.index() + (tc == null ? "" : " (attempt " + tc.attemptNumber() + ")");
     TaskRun runner;

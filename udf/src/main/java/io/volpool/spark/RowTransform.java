@@ -34,7 +34,7 @@ public final class RowTransform implements MapPartitionsFunction<Row, Row> {
   public Iterator<Row> call(Iterator<Row> rows) {
     TaskContext tc = TaskContext.get();
     MemoryBudget budget = MemoryBudget.forJvm(spec.budgetBytes());
-    Backend backend = Backends.get(spec.device(), spec.cpuThreads(), spec.gpuMemoryFraction(), budget);
+    Backend backend = Backends.get(spec.device(), spec.executorThreads(), spec.gpuMemoryFraction(), budget);
     int device = PartitionRunner.deviceOf(tc, backend);
     BatchRunner runner = new BatchRunner(new RowInput(rows, layout), backend, device, spec, 0, budget, new PhaseTimes(),
         "transform partition " + (tc == null ? 0 : tc.partitionId()));

@@ -11,7 +11,7 @@ import java.io.Serializable;
  *
  * @param device {@code auto}, {@code cpu} or {@code gpu}
  * @param batchSize volumes per batch; 0 lets the backend choose from the shape (and free device memory)
- * @param cpuThreads threads of the CPU backend per executor JVM (resolved, at least 1)
+ * @param cpuThreads threads of the CPU backend per executor JVM; 0: the executor's cores, resolved on the executor
  * @param gpuMemoryFraction share of each GPU's free memory that batches may take
  * @param memoryBudget bytes of the executor's memory budget; 0 means half of the executor's heap
  * @param inputFormat {@code parquet} or {@code npy}
@@ -22,6 +22,25 @@ import java.io.Serializable;
  */
 public record RunSpec(Pipeline pipeline, String device, int batchSize, int cpuThreads, double gpuMemoryFraction, long memoryBudget,
     String inputFormat, TensorLayout layout, int npyMaxHeaderBytes, int outputGap, long outputRowBytes) implements Serializable {
+
+  /** Threads of the CPU backend in this executor JVM: the resolved setting, else the executor's cores. */
+  public int executorThreads() {
+    org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+    return executorThreads(cpuThreads, env == null ? null : env.conf(), Runtime.getRuntime().availableProcessors());
+  }
+
+  /**
+   * {@code cpuThreads} when set; else {@code spark.executor.cores} (so two executors on one host do
+   * not each start a thread per core); else the cores this JVM sees (a container's limit on YARN
+   * and Kubernetes; a standalone executor given a whole worker).
+   */
+  static int executorThreads(int cpuThreads, org.apache.spark.SparkConf conf, int jvmCores) {
+    if (cpuThreads > 0) {
+      return cpuThreads;
+    }
+    int cores = conf == null ? -1 : conf.getInt("spark.executor.cores", -1);
+    return Math.max(1, cores > 0 ? cores : jvmCores);
+  }
 
   /** The executor's budget in bytes: the setting, or half of this JVM's heap. */
   public long budgetBytes() {

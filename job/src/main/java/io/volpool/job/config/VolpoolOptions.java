@@ -60,7 +60,7 @@ public final class VolpoolOptions {
       "Volumes per backend call; 0 chooses from the volume size (and free GPU memory).");
   public static final ConfKey CPU_THREADS = new ConfKey(PREFIX + "cpu.threads", "0",
       "Threads of the CPU backend's shared pool per executor JVM; 0 = the executor's cores (`local[N]`: N;"
-          + " a cluster: `spark.executor.cores`, else the host's cores).");
+          + " a cluster: `spark.executor.cores`, else the cores the executor's JVM sees).");
   public static final ConfKey GPU_MEMORY_FRACTION = new ConfKey(PREFIX + "gpu.memoryFraction", "0.6",
       "Share of each GPU's free memory (when the executor first uses it) that batches may take: each batch in flight"
           + " holds its own device buffers and CUDA stream, and tasks wait for device memory instead of failing.");
