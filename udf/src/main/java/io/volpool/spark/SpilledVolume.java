@@ -54,7 +54,7 @@ final class SpilledVolume implements AutoCloseable {
       throw new IllegalArgumentException("the output " + out + " of this volume is more than a Parquet value can hold"
           + " (2 GiB); store the input across rows (a d0/d1 plane range per row), and its output is written the same way");
     }
-    File inFile = scratch("in");
+    File inFile = null;
     File outFile = null;
     try {
       MappedByteBuffer outMap;
@@ -71,6 +71,7 @@ final class SpilledVolume implements AutoCloseable {
         // stored plainly: slabs read their planes where they lie; else the volume is spilled first
         PlaneSource source = item.positionedPlanes();
         if (source == null) {
+          inFile = scratch("in");
           MappedByteBuffer inMap = map(inFile, in.bytes());
           long r0 = System.nanoTime();
           item.copyTo(new MappedSink(inMap, 0));
