@@ -214,7 +214,7 @@ class VolumesAcrossRowsTest {
     write(tmp.resolve("overlap/x.parquet"), overlap, CompressionCodecName.UNCOMPRESSED);
     r = SparkTests.run(seedConf(tmp.resolve("overlap"), tmp.resolve("o2")));
     assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
-    assertThat(r.err()).contains("id=v").contains("planes [3, 4) are in two rows");
+    assertThat(r.err()).contains("id=v").contains("planes [3, 4) are in two rows (x.parquet row 0 and x.parquet row 2;");
 
     List<Part> end = new ArrayList<>(cut("v", 1, s, 4));
     end.set(1, new Part("v", 1, s, 4, 9));

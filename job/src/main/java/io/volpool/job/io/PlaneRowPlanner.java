@@ -62,6 +62,7 @@ public final class PlaneRowPlanner {
       bytes += f.getLen();
       String folder = InputPlanner.folder(root, f, conf);
       List<BlockMetaData> blocks = footers.get(i).getBlocks();
+      long rowInFile = 0;
       try (ParquetFileReader r = ParquetFileReader.open(Files2.parquet(f.getPath(), conf))) {
         r.setRequestedSchema(small);
         for (int b = 0; b < blocks.size(); b++) {
@@ -75,7 +76,7 @@ public final class PlaneRowPlanner {
               .getRecordReader(pages, new GroupRecordConverter(small));
           for (long k = 0; k < bm.getRowCount(); k++) {
             Group g = rr.read();
-            String where = f.getPath().getName() + " row " + (rows + k);
+            String where = f.getPath().getName() + " row " + (rowInFile + k);
             String id = RowValues.id(g);
             if (id == null) {
               throw new BadRecordException(where, "id is null; every row of a volume stored across rows names its volume");
@@ -87,6 +88,7 @@ public final class PlaneRowPlanner {
                 .add(new Found(id, shape, new PlaneVolume.Row(split, k, planes[0], planes[1]), where));
           }
           rows += bm.getRowCount();
+          rowInFile += bm.getRowCount();
         }
       } catch (IOException | RuntimeException e) {
         if (e instanceof BadRecordException || e instanceof CorruptInputException) {
