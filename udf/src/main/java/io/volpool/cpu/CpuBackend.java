@@ -38,6 +38,12 @@ public final class CpuBackend implements Backend {
   private final ForkJoinPool pool;
   private final String name;
   private final BufferPool<Layout, Buffers> buffers;
+  /** Reads the next slab of slabbed runs while the kernels work on the current one. */
+  private final java.util.concurrent.ExecutorService slabReader = java.util.concurrent.Executors.newCachedThreadPool(r -> {
+    Thread th = new Thread(r, "volpool-slab-reader");
+    th.setDaemon(true);
+    return th;
+  });
 
   /** The arrays of one batch: one float array per pipeline shape, and the output bytes. */
   private record Layout(List<Long> floats, long outBytes) {
@@ -114,6 +120,7 @@ public final class CpuBackend implements Backend {
 
   @Override
   public void close() {
+    slabReader.shutdownNow();
     buffers.close();
     if (pool != null) {
       pool.shutdown();
@@ -208,6 +215,9 @@ public final class CpuBackend implements Backend {
     private int heldHi;
     private int o0;
     private boolean closed;
+    /** Filling {@code spare} with the next slab's window while this slab's kernels run, or null. */
+    private java.util.concurrent.Future<?> pendingFill;
+    private final PhaseTimes fillTimes = new PhaseTimes();
 
     SlabRun(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times) {
       this.plan = plan;
@@ -242,18 +252,15 @@ public final class CpuBackend implements Backend {
       return bytes;
     }
 
-    /** Runs the next slab; false when every output plane has been handed over. */
-    public boolean step() {
-      int od = plan.output().d();
-      if (o0 >= od) {
-        return false;
-      }
-      int stages = plan.pipeline().stages().size();
-      int o1 = Math.min(od, o0 + t);
-      Slab[] sl = plan.slabs(o0, o1);
-      int[] window = plan.inputPlanes(o0, o1);
-      int a = window[0];
-      int b = window[1];
+    /**
+     * Puts the input window of the slab starting at output plane {@code from} into {@code spare}:
+     * the planes it shares with the slab in {@code cur} copied over, the rest read from the source.
+     * Reads {@code cur} only, so it runs beside the kernels working on {@code cur}.
+     */
+    private void fill(int from, PhaseTimes t) {
+      int[] w = plan.inputPlanes(from, Math.min(plan.output().d(), from + this.t));
+      int a = w[0];
+      int b = w[1];
       int stride = (b - a) * hw;
       int keepLo = Math.max(a, heldLo);
       if (keepLo < heldHi) {
@@ -262,17 +269,61 @@ public final class CpuBackend implements Backend {
               (heldHi - keepLo) * hw);
         }
       }
-      int from = Math.max(heldHi, a);
-      if (from < b) {
+      int read = Math.max(heldHi, a);
+      if (read < b) {
         long r0 = System.nanoTime();
-        src.read(from, b, spare, (from - a) * hw, stride);
-        times.add(Phase.READ, System.nanoTime() - r0);
+        src.read(read, b, spare, (read - a) * hw, stride);
+        t.add(Phase.READ, System.nanoTime() - r0);
       }
+    }
+
+    private void awaitFill() {
+      java.util.concurrent.Future<?> f = pendingFill;
+      pendingFill = null;
+      try {
+        f.get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while reading the next slab of " + src.record(), e);
+      } catch (java.util.concurrent.ExecutionException e) {
+        if (e.getCause() instanceof RuntimeException r) {
+          throw r;
+        }
+        if (e.getCause() instanceof Error er) {
+          throw er;
+        }
+        throw new IllegalStateException(e.getCause());
+      } finally {
+        fillTimes.moveTo(times);
+      }
+    }
+
+    /**
+     * Runs the next slab; false when every output plane has been handed over. The slab after it
+     * is read on the backend's reader thread while this one's kernels run.
+     */
+    public boolean step() {
+      int od = plan.output().d();
+      if (o0 >= od) {
+        return false;
+      }
+      int stages = plan.pipeline().stages().size();
+      int o1 = Math.min(od, o0 + t);
+      if (pendingFill != null) {
+        awaitFill();
+      } else {
+        fill(o0, times);
+      }
+      int[] window = plan.inputPlanes(o0, o1);
       float[] swap = cur;
       cur = spare;
       spare = swap;
-      heldLo = a;
-      heldHi = b;
+      heldLo = window[0];
+      heldHi = window[1];
+      if (o1 < od) {
+        pendingFill = slabReader.submit(() -> fill(o1, fillTimes));
+      }
+      Slab[] sl = plan.slabs(o0, o1);
       long k0 = System.nanoTime();
       float[] x = cur;
       for (int i = 0; i < stages; i++) {
@@ -292,6 +343,13 @@ public final class CpuBackend implements Backend {
     public void close() {
       if (!closed) {
         closed = true;
+        if (pendingFill != null) {
+          try {
+            awaitFill();
+          } catch (RuntimeException | Error e) {
+            // the run is over: the read-ahead's failure is not news
+          }
+        }
         cur = null;
         spare = null;
         buffers.budget().release(bytes, MemoryBudget.Use.BATCHES);
