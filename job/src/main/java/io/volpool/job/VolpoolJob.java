@@ -201,10 +201,16 @@ public final class VolpoolJob {
           plan.rows(), plan.volumes());
     }
     boolean npyOut = s.outputFormat().equals("npy");
+    if (planeRows && s.outputLayout().equals("volume")) {
+      throw new SettingsException(VolpoolOptions.OUTPUT_LAYOUT.key() + "=volume: the input holds volumes stored across rows"
+          + " (it has d0/d1 columns), which may be larger than one row can hold; they are written across rows (rows or auto)");
+    }
+    // across rows when the input is, or when asked: then a volume larger than output.rowBytes takes several rows
+    boolean rowsOut = !npyOut && (planeRows || s.outputLayout().equals("rows"));
     OutputSpec outSpec = new OutputSpec(s.outputFormat(),
-        (layout == null ? TensorLayout.npyOutputSchema(false) : layout.outputSchema(planeRows)).toString(),
+        (layout == null ? TensorLayout.npyOutputSchema(rowsOut) : layout.outputSchema(rowsOut)).toString(),
         layout == null ? List.of(TensorLayout.ID) : layout.passthrough(), codec(s), ROW_GROUP_BYTES,
-        provenance(s, pipeline, conf));
+        provenance(s, pipeline, conf), s.outputRowBytes());
     RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuMemoryFraction(),
         s.memoryBudget(), s.inputFormat(), layout, s.npyMaxHeaderBytes(), npyOut ? 0 : ParquetBatchWriter.GAP,
         s.outputRowBytes());
@@ -238,7 +244,7 @@ public final class VolpoolJob {
       LOG.info(progress.line());
       long tc = System.nanoTime();
       CommittedOutput committed = CommittedOutput.count(out.staging(), npyOut, conf);
-      CommittedOutput.check(committed, plan, metrics, npyIn, npyOut, out.output().toString());
+      CommittedOutput.check(committed, plan, metrics, npyIn, npyOut, rowsOut, out.output().toString());
       RunSummary summary = summary(s, out, metrics, pipeline, plan, committed, outSpec.metadata(),
           (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, spec);
       out.writeText(SUMMARY_FILE, summary.toJson());

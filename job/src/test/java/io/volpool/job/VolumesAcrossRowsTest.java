@@ -276,4 +276,52 @@ class VolumesAcrossRowsTest {
       }
     }
   }
+
+  /**
+   * output.layout=rows writes single-row input across rows: a volume whose output is larger than
+   * output.rowBytes in rows of whole planes (gathered channel by channel), a smaller one in one row,
+   * both through batches and through a slabbed run; reassembled, they are the one-row output. And
+   * output.layout=volume cannot take input stored across rows.
+   */
+  @Test
+  void singleRowInputIsWrittenAcrossRowsWhenAsked(@TempDir Path tmp) throws Exception {
+    VolumeShape big = new VolumeShape(2, 48, 256, 256);   // output [2, 24, 128, 128]: 3 MiB, 128 KiB a plane
+    VolumeShape small = new VolumeShape(1, 8, 64, 64);    // output 32 KiB: one row
+    Path npy = tmp.resolve("npy");
+    SparkTests.writeNpy(npy.resolve("big.npy"), io.volpool.format.NpyArray.of(new long[] {2, 48, 256, 256},
+        planes(3, big, 0, big.d())));
+    SparkTests.writeNpy(npy.resolve("small.npy"), io.volpool.format.NpyArray.of(new long[] {1, 8, 64, 64},
+        planes(4, small, 0, small.d())));
+    Path rows = tmp.resolve("rows");
+    SparkTests.Result w = SparkTests.run(SparkTests.conf("input", npy.toString(), "input.format", "npy", "output",
+        rows.toString(), "output.format", "parquet", "pipeline", "identity"));
+    assertThat(w.code()).as(w.err()).isZero();
+    Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
+    Map<String, VolumeShape> shapes = Map.of("big.npy", p.outputShape(big), "small.npy", p.outputShape(small));
+    float[] wantBig;
+    float[] wantSmall;
+    try (CpuBackend cpu = CpuBackend.fast(2)) {
+      wantBig = cpu.run(p, big, planes(3, big, 0, big.d()), 1);
+      wantSmall = cpu.run(p, small, planes(4, small, 0, small.d()), 1);
+    }
+    for (String budget : new String[] {"auto", "16m"}) {
+      Path out = tmp.resolve("out-" + budget);
+      SparkTests.Result r = SparkTests.run(SparkTests.conf("input", rows.toString(), "output", out.toString(),
+          "pipeline", "avgpool3d", "output.layout", "rows", "output.rowBytes", "1m", "memory.budget", budget,
+          "device", "cpu"));
+      assertThat(r.code()).as(r.err()).isZero();
+      assertThat(r.out()).contains("volumes       2 in, 4 out");
+      if (budget.equals("16m")) {
+        assertThat(r.out()).contains("1 slabbed");
+      }
+      Map<String, float[]> got = readOutput(out, shapes);
+      assertThat(ROWS).containsEntry("big.npy", 3).containsEntry("small.npy", 1);
+      assertBitIdentical(got.get("big.npy"), wantBig, "big.npy, budget " + budget);
+      assertBitIdentical(got.get("small.npy"), wantSmall, "small.npy, budget " + budget);
+    }
+    SparkTests.Result bad = SparkTests.run(SparkTests.conf("input", tmp.resolve("out-auto").toString(), "output",
+        tmp.resolve("again").toString(), "pipeline", "identity", "output.layout", "volume", "device", "cpu"));
+    assertThat(bad.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    assertThat(bad.err()).contains("spark.volpool.output.layout=volume").contains("stored across rows");
+  }
 }

@@ -15,9 +15,10 @@ import java.util.Map;
  * @param codec Parquet codec name ({@code UNCOMPRESSED}, {@code SNAPPY}, ...)
  * @param rowGroupBytes the Parquet writer's row-group size hint (volpool writes one row group per batch)
  * @param metadata key-value metadata written into every Parquet footer
+ * @param rowBytes with volumes stored across rows (the schema has {@code d0}/{@code d1}), the most data per row
  */
 public record OutputSpec(String format, String schema, List<String> passthrough, String codec, long rowGroupBytes,
-    Map<String, String> metadata) implements Serializable {
+    Map<String, String> metadata, long rowBytes) implements Serializable {
   public boolean isNpy() {
     return format.equals("npy");
   }

@@ -6,6 +6,7 @@ import io.volpool.op.VolumeShape;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
@@ -54,6 +55,7 @@ public final class ParquetBatchWriter implements AutoCloseable {
   private final PhaseTimes times;
   private final String path;
   private long rows;
+  private long volumeStarts;
 
   public ParquetBatchWriter(Path path, OutputSpec spec, Configuration conf, PhaseTimes times) throws IOException {
     this.spec = spec;
@@ -77,6 +79,11 @@ public final class ParquetBatchWriter implements AutoCloseable {
     return rows;
   }
 
+  /** Rows written so far that start a volume (plane 0): the volumes written, whatever the layout. */
+  public long volumeStarts() {
+    return volumeStarts;
+  }
+
   /**
    * Writes the volumes of a finished batch as one row group.
    *
@@ -87,15 +94,39 @@ public final class ParquetBatchWriter implements AutoCloseable {
     write(items, outShape, out, offsets, null);
   }
 
+  /** One output row: planes {@code [d0, d1)} of item {@code item}; {@code contiguous} when they lie together at its offset. */
+  private record OutRow(int item, int d0, int d1, boolean contiguous) {}
+
   /**
-   * Writes rows as one row group; with {@code planes}, row {@code i} holds planes
-   * {@code [planes[i][0], planes[i][1])} of every channel of a volume of shape {@code outShape}
-   * (the file's schema then has {@code d0} and {@code d1}; whole volumes get {@code [0, D)}).
+   * Writes rows as one row group. With {@code planes}, row {@code i} holds planes
+   * {@code [planes[i][0], planes[i][1])} of every channel of a volume of shape {@code outShape}, as
+   * item {@code i}'s output. Without, each item is a whole volume: one row, or, when the schema has
+   * {@code d0}/{@code d1} and the volume holds more than {@link OutputSpec#rowBytes}, several rows of
+   * whole planes (gathered channel by channel from the volume).
    */
   public void write(List<VolumeSource> items, VolumeShape outShape, ByteBuffer out, long[] offsets, int[][] planes)
       throws IOException {
     long t0 = System.nanoTime();
-    int n = items.size();
+    boolean planeRows = small.containsField(TensorLayout.D0);
+    if (planes != null && !planeRows) {
+      throw new IllegalStateException("rows of a volume stored across rows, but the output schema has no d0/d1 columns");
+    }
+    long planeBytes = (long) outShape.c() * outShape.h() * outShape.w() * Float.BYTES;
+    int od = outShape.d();
+    List<OutRow> outRows = new ArrayList<>();
+    for (int i = 0; i < items.size(); i++) {
+      if (planes != null) {
+        outRows.add(new OutRow(i, planes[i][0], planes[i][1], true));
+      } else if (planeRows && outShape.bytes() > spec.rowBytes()) {
+        int per = (int) Math.max(1, spec.rowBytes() / planeBytes);
+        for (int d0 = 0; d0 < od; d0 += per) {
+          outRows.add(new OutRow(i, d0, Math.min(od, d0 + per), false));
+        }
+      } else {
+        outRows.add(new OutRow(i, 0, od, true));
+      }
+    }
+    int n = outRows.size();
     ParquetProperties props = ParquetProperties.builder().withPageWriteChecksumEnabled(true).build();
     CodecFactory.BytesCompressor compressor = codecs.getCompressor(codec);
     ColumnChunkPageWriteStore pages = new ColumnChunkPageWriteStore(compressor, small, new HeapByteBufferAllocator(),
@@ -107,11 +138,9 @@ public final class ParquetBatchWriter implements AutoCloseable {
     int[] shape = outShape.toArray();
     int shapeField = small.getFieldIndex(TensorLayout.SHAPE);
     int dtypeField = small.getFieldIndex(TensorLayout.DTYPE);
-    boolean planeRows = small.containsField(TensorLayout.D0);
-    int row = 0;
-    for (VolumeSource v : items) {
+    for (OutRow r : outRows) {
       rc.startMessage();
-      writePassthrough(rc, v);
+      writePassthrough(rc, items.get(r.item()));
       rc.startField(TensorLayout.SHAPE, shapeField);
       rc.startGroup();
       rc.startField("list", 0);
@@ -129,7 +158,7 @@ public final class ParquetBatchWriter implements AutoCloseable {
       rc.addBinary(dtype);
       rc.endField(TensorLayout.DTYPE, dtypeField);
       if (planeRows) {
-        int[] pr = planes == null ? new int[] {0, outShape.d()} : planes[row];
+        int[] pr = {r.d0(), r.d1()};
         for (int k = 0; k < 2; k++) {
           String name = k == 0 ? TensorLayout.D0 : TensorLayout.D1;
           int field = small.getFieldIndex(name);
@@ -137,10 +166,7 @@ public final class ParquetBatchWriter implements AutoCloseable {
           rc.addInteger(pr[k]);
           rc.endField(name, field);
         }
-      } else if (planes != null) {
-        throw new IllegalStateException("rows of a volume stored across rows, but the output schema has no d0/d1 columns");
       }
-      row++;
       rc.endMessage();
     }
     columns.flush();
@@ -151,12 +177,32 @@ public final class ParquetBatchWriter implements AutoCloseable {
     pages.close();
     file.startColumn(data, n, codec);
     Statistics<?> none = Statistics.noopStats(data.getPrimitiveType());
-    long planeBytes = (long) outShape.c() * outShape.h() * outShape.w() * Float.BYTES;
-    for (int i = 0; i < n; i++) {
-      int ob = (int) (planes == null ? outShape.bytes() : (planes[i][1] - planes[i][0]) * planeBytes);
-      int at = (int) offsets[i] - GAP;
-      out.order(ByteOrder.LITTLE_ENDIAN).putInt(at, ob);
-      ByteBuffer page = out.slice(at, GAP + ob);
+    ByteBuffer gather = null;
+    long hw4 = (long) outShape.h() * outShape.w() * Float.BYTES;
+    for (OutRow r : outRows) {
+      int ob = (int) ((r.d1() - r.d0()) * planeBytes);
+      ByteBuffer page;
+      if (r.contiguous()) {
+        int at = (int) offsets[r.item()] - GAP;
+        out.order(ByteOrder.LITTLE_ENDIAN).putInt(at, ob);
+        page = out.slice(at, GAP + ob);
+      } else {
+        // planes [d0, d1) of every channel of a whole volume: gathered into one row's bytes
+        long tg = System.nanoTime();
+        if (gather == null || gather.capacity() < GAP + ob) {
+          gather = ByteBuffer.allocate(GAP + ob).order(ByteOrder.LITTLE_ENDIAN);
+        }
+        gather.clear();
+        gather.putInt(ob);
+        int span = (int) ((r.d1() - r.d0()) * hw4);
+        for (int c = 0; c < outShape.c(); c++) {
+          int from = (int) (offsets[r.item()] + (c * (long) od + r.d0()) * hw4);
+          gather.put(out.slice(from, span));
+        }
+        gather.flip();
+        page = gather;
+        times.add(Phase.ENCODE, System.nanoTime() - tg);
+      }
       BytesInput bytes = BytesInput.from(page);
       if (codec != CompressionCodecName.UNCOMPRESSED) {
         long tc = System.nanoTime();
@@ -164,6 +210,9 @@ public final class ParquetBatchWriter implements AutoCloseable {
         times.add(Phase.ENCODE, System.nanoTime() - tc);
       }
       writePage(bytes, GAP + ob, none);
+      if (r.d0() == 0) {
+        volumeStarts++;
+      }
     }
     file.endColumn();
     file.endBlock();

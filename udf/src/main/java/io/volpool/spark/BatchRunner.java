@@ -349,6 +349,13 @@ public final class BatchRunner implements TaskRun {
     int batch = spec.batchSize() > 0 ? spec.batchSize() : backend.suggestBatch(p, s, device);
     try {
       exec = backend.open(p, s, batch, device, outputGap);
+      // a batch size of our choosing also fits one request of the budget (a set one is the user's to keep)
+      while (spec.batchSize() <= 0 && exec.batchBytes() > budget.maxRequest() && exec.maxBatch() > 1) {
+        int fit = (int) Math.max(1, Math.min(exec.maxBatch() / 2,
+            (long) (exec.maxBatch() * ((double) budget.maxRequest() / exec.batchBytes()))));
+        exec.close();
+        exec = backend.open(p, s, fit, device, outputGap);
+      }
     } catch (IllegalArgumentException e) {
       throw new BadRecordException(record, e.getMessage(), e);
     }

@@ -121,6 +121,7 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
   private void report(TaskState state, TaskRun runner, String backendName, MemoryBudget budget) {
     metrics.volumesRead().add(runner.volumesIn());
     metrics.volumesWritten().add(state.volumesWritten);
+    metrics.volumeStarts().add(state.volumeStarts);
     metrics.filesWritten().add(state.filesWritten);
     metrics.bytesIn().add(runner.bytesIn());
     metrics.bytesOut().add(runner.bytesOut());

@@ -14,7 +14,10 @@ final class TaskState {
 
   final PhaseTimes times = new PhaseTimes();
   final long started = System.nanoTime();
+  /** Rows (Parquet) or volumes (.npy) written. */
   long volumesWritten;
+  /** Output rows that start a volume: volumes written, also when a volume takes several rows. */
+  long volumeStarts;
   long filesWritten;
   long peakHeap;
 

@@ -124,6 +124,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
           try {
             w.close();
             state.volumesWritten += w.rows();
+            state.volumeStarts += w.volumeStarts();
             state.filesWritten++;
           } catch (IOException e) {
             first = first == null ? e : first;
@@ -132,6 +133,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
         if (npy != null) {
           npy.close();
           state.volumesWritten += npy.volumes();
+          state.volumeStarts += npy.volumes();
           state.filesWritten += npy.files();
         }
         if (first != null) {

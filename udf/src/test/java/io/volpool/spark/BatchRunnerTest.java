@@ -227,4 +227,26 @@ class BatchRunnerTest {
           .hasMessageContaining("spark.volpool.memory.budget");
     }
   }
+
+  @Test
+  void anAutomaticBatchSizeFitsOneRequestOfTheBudget() {
+    // the CPU backend suggests 64 MiB batches; a 1 MB budget admits 500 KB at once
+    VolumeShape s = new VolumeShape(1, 8, 16, 16);
+    List<VolumeShape> shapes = java.util.Collections.nCopies(200, s);
+    MemoryBudget budget = new MemoryBudget(1_000_000);
+    List<float[]> out = new ArrayList<>();
+    RunSpec spec = new RunSpec(POOL, "cpu", 0, 1, 0.5, budget.limit(), "parquet", null, 10000, 4, 512L << 20);
+    try (CpuBackend cpu = CpuBackend.fast(1, budget);
+        BatchRunner r = new BatchRunner(input(shapes, 5, 0), cpu, 0, spec, 4, budget, new PhaseTimes(), "test")) {
+      assertThat(CpuBackend.batchBytes(POOL, s, cpu.suggestBatch(POOL, s, 0), 4)).isGreaterThan(budget.maxRequest());
+      BatchRunner.Finished f;
+      while ((f = r.next()) != null) {
+        assertThat(f.items().size() * CpuBackend.batchBytes(POOL, s, 1, 4)).isLessThanOrEqualTo(budget.maxRequest());
+        out.add(new float[0]);
+      }
+      assertThat(out.size()).as("batches").isGreaterThan(1);
+      assertThat(r.volumesIn()).isEqualTo(200);
+      assertThat(r.slabbedVolumes()).isZero();
+    }
+  }
 }

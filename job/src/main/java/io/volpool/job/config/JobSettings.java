@@ -124,6 +124,11 @@ public final class JobSettings {
     gpuMemoryFraction();
     memoryBudget();
     outputRowBytes();
+    outputLayout();
+    if (outputLayout().equals("rows") && outputFormat().equals("npy")) {
+      throw new SettingsException(VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows needs Parquet output (" + VolpoolOptions.OUTPUT_FORMAT.key()
+          + "=parquet): an .npy file holds one array");
+    }
     npyMaxHeaderBytes();
     outputSharedFilesystem();
     resourceTimeoutSeconds();
@@ -208,6 +213,11 @@ public final class JobSettings {
   public String outputCompression() {
     String c = oneOf(VolpoolOptions.OUTPUT_COMPRESSION, "none", "snappy", "zstd", "gzip", "lz4");
     return c.equals("none") ? "uncompressed" : c;
+  }
+
+  /** {@code auto}, {@code rows} or {@code volume}: how Parquet output holds volumes (see {@link VolpoolOptions#OUTPUT_LAYOUT}). */
+  public String outputLayout() {
+    return oneOf(VolpoolOptions.OUTPUT_LAYOUT, "auto", "rows", "volume");
   }
 
   public String tensorColumn() {

@@ -27,9 +27,12 @@ public final class VolpoolOptions {
   public static final ConfKey OUTPUT_COMPRESSION = new ConfKey(PREFIX + "output.compression", "none",
       "Parquet output codec: `none`, `snappy`, `zstd`, `gzip` or `lz4`. Random-looking floats barely compress, and a"
           + " codec holds a whole tensor page (512 MiB for a large volume) several times in memory.");
+  public static final ConfKey OUTPUT_LAYOUT = new ConfKey(PREFIX + "output.layout", "auto",
+      "Parquet output: `volume` (one row per volume), `rows` (volumes stored across rows: `d0`/`d1` columns, a volume"
+          + " larger than `output.rowBytes` in several rows), or `auto` (`rows` when the input is stored across rows, else"
+          + " `volume`).");
   public static final ConfKey OUTPUT_ROW_BYTES = new ConfKey(PREFIX + "output.rowBytes", "512m",
-      "Volumes stored across rows (input with `d0`/`d1` columns) are written the same way, in rows of at most this"
-          + " much data (whole planes; at least one plane per row).");
+      "With output stored across rows, the most data per row (whole planes; at least one plane per row).");
   public static final ConfKey MODE = new ConfKey(PREFIX + "mode", "errorifexists",
       "`errorifexists` (fail if the output exists) or `overwrite` (replace it).");
   public static final ConfKey PIPELINE = new ConfKey(PREFIX + "pipeline", "fused,avgpool3d",
@@ -79,7 +82,7 @@ public final class VolpoolOptions {
           + " host, e.g. NFS); otherwise such an output is refused, since executors would write to their own disks.");
 
   public static final List<ConfKey> ALL = List.of(INPUT, INPUT_FORMAT, INPUT_TENSOR_COLUMN, INPUT_TENSOR_SHAPE, OUTPUT,
-      OUTPUT_FORMAT, OUTPUT_COMPRESSION, OUTPUT_ROW_BYTES, MODE, PIPELINE, FUSED_WEIGHTS, FUSED_STRIDE, FUSED_PADDING, FUSED_OUTPUT_PADDING, FUSED_POOL_KERNEL,
+      OUTPUT_FORMAT, OUTPUT_COMPRESSION, OUTPUT_LAYOUT, OUTPUT_ROW_BYTES, MODE, PIPELINE, FUSED_WEIGHTS, FUSED_STRIDE, FUSED_PADDING, FUSED_OUTPUT_PADDING, FUSED_POOL_KERNEL,
       AVGPOOL_KERNEL, AVGPOOL_STRIDE, AVGPOOL_PADDING, AVGPOOL_CEIL, AVGPOOL_COUNT_PAD, DEVICE, BATCH_SIZE, CPU_THREADS,
       GPU_MEMORY_FRACTION, MEMORY_BUDGET, NPY_MAX_HEADER, OUTPUT_SHARED_FS, RESOURCE_TIMEOUT);
 

@@ -60,7 +60,7 @@ public record CommittedOutput(long files, long volumes) {
    * @throws OutputMismatchException with the counts and the likely cause
    */
   public static void check(CommittedOutput c, InputPlanner.Plan plan, JobMetrics m, boolean npyIn, boolean npyOut,
-      String output) {
+      boolean rowsOut, String output) {
     long read = m.volumesRead().value();
     long written = m.volumesWritten().value();
     List<String> problems = new ArrayList<>();
@@ -73,6 +73,14 @@ public record CommittedOutput(long files, long volumes) {
       long done = m.slabbedVolumes().value();
       if (done != plan.volumes()) {
         problems.add("the input holds " + plan.volumes() + " volumes stored across rows but the tasks finished " + done);
+      }
+    }
+    if (rowsOut) {
+      // output across rows: each volume written has exactly one row starting at plane 0
+      long want = plan.volumes() >= 0 ? plan.volumes() : read;
+      long started = m.volumeStarts().value();
+      if (started != want) {
+        problems.add("the tasks read " + want + " volumes but the output rows start " + started);
       }
     } else if (written != read) {
       problems.add("the tasks read " + read + " volumes but wrote " + written);
