@@ -173,6 +173,21 @@ public final class CpuBackend implements Backend {
     return floats * Float.BYTES;
   }
 
+  /** The most output planes per slab whose buffers ({@link #slabBytes}) fit {@code bytes}; at least 1. */
+  public static int slabPlanes(SlabPlan plan, long bytes) {
+    int lo = 1;
+    int hi = plan.output().d();
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >>> 1;
+      if (slabBytes(plan, mid) <= bytes) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+
   /**
    * Runs {@code plan} over the one volume of {@code src} in slabs of {@code planes} output planes
    * and hands each slab's output to {@code dst}, in order (see {@link SlabRun}).

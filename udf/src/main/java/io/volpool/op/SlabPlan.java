@@ -74,49 +74,4 @@ public final class SlabPlan {
     Slab[] s = slabs(o0, o1);
     return s.length == 0 ? new int[] {o0, o1} : new int[] {s[0].inD0(), s[0].inD1()};
   }
-
-  /**
-   * Host floats a slab of {@code planes} output planes needs at most, over every position: each
-   * stage's input window, the first one twice (the planes a slab shares with the next are moved
-   * into the next one's buffer rather than read again), plus the final output.
-   */
-  public long floatsPerSlab(int planes) {
-    long most = 0;
-    int od = output().d();
-    int t = Math.min(planes, od);
-    // every position when there are few; else the ends and a run around the middle longer than
-    // any stride pattern (the window is widest where no edge clips it, and periodic in between)
-    java.util.stream.IntStream starts = od - t <= 512 ? java.util.stream.IntStream.rangeClosed(0, od - t)
-        : java.util.stream.IntStream.concat(java.util.stream.IntStream.of(0, od - t),
-            java.util.stream.IntStream.range(Math.max(0, od / 2 - t / 2 - 32), Math.min(od - t, od / 2 - t / 2 + 32)));
-    for (int o0 : starts.toArray()) {
-      Slab[] s = slabs(o0, o0 + t);
-      int[] in = inputPlanes(o0, o0 + t);
-      long f = Slab.floats(output(), t);
-      f += Slab.floats(shapes.get(0), in[1] - in[0]);
-      for (int i = 0; i < s.length; i++) {
-        f += Slab.floats(shapes.get(i), s[i].inDn());
-      }
-      most = Math.max(most, f);
-    }
-    return most;
-  }
-
-  /**
-   * The most output planes per slab whose buffers fit {@code bytes}, at least 1 (at least one
-   * plane is always possible: the caller's budget check then names the true need).
-   */
-  public int planesFor(long bytes) {
-    int lo = 1;
-    int hi = output().d();
-    while (lo < hi) {
-      int mid = (lo + hi + 1) >>> 1;
-      if (floatsPerSlab(mid) * Float.BYTES <= bytes) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    return lo;
-  }
 }

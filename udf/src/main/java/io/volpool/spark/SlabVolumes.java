@@ -111,7 +111,7 @@ public final class SlabVolumes implements TaskRun {
     // the slab gets what two input rows (one read ahead) and three output rows (one being written,
     // one ready, one being filled) leave, at least a quarter of the budget
     long share = Math.min(budget.maxRequest(), Math.max(budget.limit() / 4, budget.limit() - 2 * inRow - 3 * outRow));
-    int planes = planesFor(plan, share);
+    int planes = CpuBackend.slabPlanes(plan, share);
     checkOnePlaneFits("id=" + v.id(), plan, budget);
     VolumeSource first = input.firstRow(v);
     src = input.open(v);
@@ -131,21 +131,6 @@ public final class SlabVolumes implements TaskRun {
           + " half of the " + MemoryBudget.mib(budget.limit()) + " memory budget; raise " + MemoryBudget.SETTING
           + " (and the memory behind it) to at least " + MemoryBudget.mib(2 * one), one, budget.limit());
     }
-  }
-
-  /** The most output planes per slab whose buffers fit {@code bytes}, at least 1. */
-  static int planesFor(SlabPlan plan, long bytes) {
-    int lo = 1;
-    int hi = plan.output().d();
-    while (lo < hi) {
-      int mid = (lo + hi + 1) >>> 1;
-      if (CpuBackend.slabBytes(plan, mid) <= bytes) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    return lo;
   }
 
   /** Gathers slab outputs into output rows of {@code rowPlanes} planes (the last may be shorter). */

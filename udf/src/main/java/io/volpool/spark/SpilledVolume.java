@@ -66,7 +66,7 @@ final class SpilledVolume implements AutoCloseable {
         times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
       } else {
         SlabPlan plan = new SlabPlan(pipeline, in);
-        int planes = SlabVolumes.planesFor(plan, budget.maxRequest());
+        int planes = CpuBackend.slabPlanes(plan, budget.maxRequest());
         SlabVolumes.checkOnePlaneFits(item.record(), plan, budget);
         // stored plainly: slabs read their planes where they lie; else the volume is spilled first
         PlaneSource source = item.positionedPlanes();

@@ -171,9 +171,9 @@ class SlabTest {
     SlabPlan two = new SlabPlan(Pipeline.of(new AvgPool3dSpec(3, 1, 1, false, true), new AvgPool3dSpec(3, 2, 1, false, true)),
         new VolumeShape(1, 17, 4, 4));
     assertThat(two.inputPlanes(3, 5)).containsExactly(4, 11);
-    assertThat(a.planesFor(Long.MAX_VALUE)).isEqualTo(9);
-    assertThat(a.planesFor(0)).isEqualTo(1);
-    assertThat(CpuBackend.slabBytes(a, a.planesFor(CpuBackend.slabBytes(a, 4)))).isLessThanOrEqualTo(CpuBackend.slabBytes(a, 4));
+    assertThat(CpuBackend.slabPlanes(a, Long.MAX_VALUE)).isEqualTo(9);
+    assertThat(CpuBackend.slabPlanes(a, 0)).isEqualTo(1);
+    assertThat(CpuBackend.slabBytes(a, CpuBackend.slabPlanes(a, CpuBackend.slabBytes(a, 4)))).isLessThanOrEqualTo(CpuBackend.slabBytes(a, 4));
   }
 
   @Test
