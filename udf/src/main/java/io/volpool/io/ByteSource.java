@@ -36,7 +36,7 @@ public abstract class ByteSource implements Closeable {
   public static ByteSource open(Path file, Configuration conf) throws IOException {
     URI u = file.toUri();
     if ("file".equals(u.getScheme()) || (u.getScheme() == null && FileSystem.get(conf).getScheme().equals("file"))) {
-      java.nio.file.Path p = "file".equals(u.getScheme()) ? Paths.get(u) : Paths.get(u.getPath());
+      java.nio.file.Path p = Paths.get(u.getPath());
       return new Local(FileChannel.open(p, StandardOpenOption.READ), file.toString());
     }
     FileSystem fs = file.getFileSystem(conf);

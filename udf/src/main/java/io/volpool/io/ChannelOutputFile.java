@@ -26,7 +26,7 @@ public final class ChannelOutputFile implements OutputFile {
   /** The output file for {@code file}: a channel for {@code file:} paths, else Hadoop's. */
   public static OutputFile of(org.apache.hadoop.fs.Path file, Configuration conf) throws IOException {
     if ("file".equals(file.toUri().getScheme())) {
-      return new ChannelOutputFile(Path.of(file.toUri()));
+      return new ChannelOutputFile(Files2.local(file));
     }
     return HadoopOutputFile.fromPath(file, conf);
   }

@@ -25,11 +25,25 @@ public final class Files2 {
     return fs instanceof LocalFileSystem l ? l.getRawFileSystem() : fs;
   }
 
+  /**
+   * The local path of a qualified {@code file:} path, for any Unicode name. {@code Paths.get(URI)}
+   * refuses the URIs Hadoop builds for names outside ASCII ("Bad escape"): Hadoop leaves those
+   * characters unescaped, java.nio expects them percent-encoded. The decoded path is what both mean.
+   */
+  public static java.nio.file.Path local(Path p) {
+    return Paths.get(p.toUri().getPath());
+  }
+
+  /** The Hadoop {@code file:} path of a local path, for any Unicode name. */
+  public static Path hadoop(java.nio.file.Path p) {
+    return new Path("file", null, p.toAbsolutePath().toString());
+  }
+
   /** A Parquet input file for {@code p}. */
   public static InputFile parquet(Path p, Configuration conf) throws IOException {
     if ("file".equals(p.toUri().getScheme()) || (p.toUri().getScheme() == null
         && "file".equals(p.getFileSystem(conf).getScheme()))) {
-      return new LocalInputFile(Paths.get(p.getFileSystem(conf).makeQualified(p).toUri()));
+      return new LocalInputFile(local(p.getFileSystem(conf).makeQualified(p)));
     }
     return HadoopInputFile.fromPath(p, conf);
   }

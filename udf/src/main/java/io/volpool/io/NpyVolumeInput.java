@@ -237,9 +237,8 @@ public final class NpyVolumeInput implements VolumeInput {
       VolumeShape shape;
       try {
         shape = new VolumeShape((int) s[o], (int) s[o + 1], (int) s[o + 2], (int) s[o + 3]);
-        Math.multiplyExact(shape.numel(), 4L);
-      } catch (ArithmeticException e) {
-        throw new BadRecordException(ref.path(), "volume shape " + Arrays.toString(s) + " has more elements than fit in 64 bits");
+      } catch (IllegalArgumentException e) {
+        throw new BadRecordException(ref.path(), e.getMessage());
       }
       OpenFile f = new OpenFile(ref, src, h, o == 1 ? new long[] {s[0]} : new long[0], o == 1 ? (int) s[0] : 1, shape);
       src = null;

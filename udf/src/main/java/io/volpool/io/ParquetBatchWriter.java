@@ -169,6 +169,8 @@ public final class ParquetBatchWriter implements AutoCloseable {
       }
       rc.endMessage();
     }
+    // nulls of nested pass-through values (a null struct) are cached by the record consumer until flushed
+    rc.flush();
     columns.flush();
     long t1 = times.lap(Phase.ENCODE, t0);
     file.startBlock(n);

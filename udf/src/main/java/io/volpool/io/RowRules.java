@@ -27,7 +27,11 @@ public final class RowRules {
       }
       d[i] = n.intValue();
     }
-    return VolumeShape.of(d);
+    try {
+      return VolumeShape.of(d);
+    } catch (IllegalArgumentException e) {
+      throw new BadRecordException(record, e.getMessage());
+    }
   }
 
   public static void dtype(String record, String dtype) {

@@ -10,6 +10,13 @@ public record VolumeShape(int c, int d, int h, int w) implements Serializable {
       throw new IllegalArgumentException(
           "volume shape must have four positive dimensions [C, D, H, W], got [" + c + ", " + d + ", " + h + ", " + w + "]");
     }
+    try {
+      // every size derived from a shape (elements, bytes, planes) is then exact in a long
+      Math.multiplyExact(Math.multiplyExact(Math.multiplyExact(Math.multiplyExact((long) c, d), h), w), (long) Float.BYTES);
+    } catch (ArithmeticException e) {
+      throw new IllegalArgumentException("volume shape [" + c + ", " + d + ", " + h + ", " + w + "] has more bytes than a"
+          + " 64-bit size can count (C*D*H*W*4 > 2^63 - 1)");
+    }
   }
 
   /** Builds a shape from a 4-element array; anything else is an error naming the rule. */

@@ -77,7 +77,7 @@ public final class PathOverlap {
     if (!"file".equals(q.toUri().getScheme())) {
       return q;
     }
-    java.nio.file.Path local = Paths.get(q.toUri()).toAbsolutePath().normalize();
+    java.nio.file.Path local = io.volpool.io.Files2.local(q).toAbsolutePath().normalize();
     Deque<String> missing = new ArrayDeque<>();
     java.nio.file.Path existing = local;
     while (existing != null && !Files.exists(existing)) {
@@ -88,6 +88,6 @@ public final class PathOverlap {
     while (!missing.isEmpty()) {
       real = real.resolve(missing.pop());
     }
-    return fs.makeQualified(new Path(real.toUri()));
+    return fs.makeQualified(io.volpool.io.Files2.hadoop(real));
   }
 }
