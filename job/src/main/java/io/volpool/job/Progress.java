@@ -33,12 +33,13 @@ final class Progress extends SparkListener implements AutoCloseable {
 
   /**
    * @param total volumes expected (Parquet: from the footers), or -1 when unknown (.npy: counted as read)
+   * @param unit what is counted: {@code volumes}, or {@code rows} where volumes are stored across rows
    */
-  Progress(SparkContext sc, JobMetrics m, long total) {
+  Progress(SparkContext sc, JobMetrics m, long total, String unit) {
     this.sc = sc;
     this.m = m;
     this.total = total;
-    this.unit = "volumes";
+    this.unit = unit;
     sc.addSparkListener(this);
     thread = new Thread(this::loop, "volpool-progress");
     thread.setDaemon(true);

@@ -9,18 +9,18 @@ import java.util.Map;
 
 /**
  * What a finished run did, printed as one screen and written as {@code _volpool_summary.json}
- * into the output directory: counts (volumes read, volumes and files committed, volumes run in
- * slabs; for volumes stored across rows, rows in and out and the volumes they hold), bytes, the
+ * into the output directory: counts (volumes and rows read, volumes, rows and files committed,
+ * volumes run in slabs; rows and volumes differ where volumes are stored across rows), bytes, the
  * time of each phase summed over tasks, memory peaks and what made the output. Immutable value.
  */
 public record RunSummary(String status, String input, String inputFormat, String output, String outputFormat,
-    String pipeline, String backend, long rowsIn, long rowsOut, long filesOut, long bytesIn, long bytesOut, long batches,
+    String pipeline, String backend, long volumesIn, long volumesOut, long rowsIn, long rowsOut, long filesOut, long bytesIn, long bytesOut, long batches,
     long slabbed, long volumesAcrossRows, double wallSeconds, Map<String, Double> phaseSeconds, long budgetBytes,
     long peakBudgetBytes, long peakHeapBytes, List<String> skipped, Map<String, String> provenance,
     Map<String, String> settings) {
 
   public double volumesPerSecond() {
-    return wallSeconds > 0 ? rowsIn / wallSeconds : 0;
+    return wallSeconds > 0 ? volumesIn / wallSeconds : 0;
   }
 
   public double gbPerSecondIn() {
@@ -41,6 +41,8 @@ public record RunSummary(String status, String input, String inputFormat, String
     m.put("output_format", outputFormat);
     m.put("pipeline", pipeline);
     m.put("backend", backend);
+    m.put("volumes_in", volumesIn);
+    m.put("volumes_out", volumesOut);
     m.put("rows_in", rowsIn);
     m.put("rows_out", rowsOut);
     m.put("files_out", filesOut);
@@ -86,9 +88,11 @@ public record RunSummary(String status, String input, String inputFormat, String
         "  input         " + input + " (" + inputFormat + ")" + (skipped.isEmpty() ? ""
             : ", " + skipped.size() + " file(s) skipped (see the log)"),
         "  output        " + output + " (" + outputFormat + ")",
-        "  volumes       " + rowsIn + " in, " + rowsOut + " out, " + batches + " batches, " + filesOut + " files"
-            + (slabbed > 0 ? ", " + slabbed + " slabbed" : "")
-            + (volumesAcrossRows >= 0 ? " (rows of " + volumesAcrossRows + " volumes stored across rows)" : ""),
+        "  volumes       " + volumesIn + " in, " + volumesOut + " out, " + batches + " batches, " + filesOut + " files"
+            + (slabbed > 0 ? ", " + slabbed + " slabbed" : ""),
+        "  rows          " + rowsIn + " in, " + rowsOut + " out" + (volumesAcrossRows >= 0
+            ? " (the input holds " + volumesAcrossRows + " volumes stored across rows)" : rowsIn != volumesIn
+                || rowsOut != volumesOut ? " (the output holds volumes across rows)" : ""),
         "  bytes         " + mib(bytesIn) + " in, " + mib(bytesOut) + " out",
         String.format("  wall time     %.2f s", wallSeconds),
         String.format("  throughput    %.1f volumes/s, %.3f GB/s in, %.3f GB/s out", volumesPerSecond(), gbPerSecondIn(),

@@ -68,6 +68,8 @@ class JobEndToEndTest {
     assertThat(out.resolve("_SUCCESS")).exists();
     JsonNode summary = new ObjectMapper().readTree(out.resolve(VolpoolJob.SUMMARY_FILE).toFile());
     assertThat(summary.get("status").asText()).isEqualTo("succeeded");
+    assertThat(summary.get("volumes_in").asLong()).isEqualTo(2);
+    assertThat(summary.get("volumes_out").asLong()).isEqualTo(2);
     assertThat(summary.get("rows_in").asLong()).isEqualTo(2);
     assertThat(summary.get("rows_out").asLong()).isEqualTo(2);
     assertThat(summary.get("bytes_in").asLong()).isEqualTo(2L * 3 * 16 * 32 * 32 * 4);

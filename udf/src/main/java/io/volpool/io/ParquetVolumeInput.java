@@ -296,10 +296,13 @@ public final class ParquetVolumeInput implements VolumeInput {
 
   /** Opens the next row group of the current file; false when there is none. */
   private boolean nextBlock() {
-    block++;
-    if (block >= blocks.size()) {
-      return false;
-    }
+    do {
+      block++;
+      if (block >= blocks.size()) {
+        return false;
+      }
+      // an empty row group holds nothing, and parquet's reader steps over it by itself
+    } while (blocks.get(block).getRowCount() == 0);
     long t0 = System.nanoTime();
     BlockMetaData b = blocks.get(block);
     rowsInBlock = b.getRowCount();

@@ -53,12 +53,15 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
   public Iterator<Tuple2<Void, BatchRunner.Finished>> call(Iterator<TaskPlan> plans) {
     TaskContext tc = TaskContext.get();
     long attempt = tc == null ? -1 : tc.taskAttemptId();
+    if (!plans.hasNext()) {
+      return java.util.Collections.emptyIterator(); // an input of no volumes still makes one (empty) partition
+    }
     TaskPlan plan = plans.next();
     if (plans.hasNext()) {
       throw new IllegalStateException("a volpool partition holds one task plan");
     }
     TaskState state = TaskState.start(attempt);
-    MemoryBudget budget = MemoryBudget.forJvm(spec.budgetBytes());
+    MemoryBudget budget = MemoryBudget.forJvm(spec.executorBudgetBytes());
     Backend backend = Backends.get(spec.device(), spec.executorThreads(), spec.gpuMemoryFraction(), budget);
     int device = deviceOf(tc, backend);
     String task = "task " + plan.index() + (tc == null ? "" : " (attempt " + tc.attemptNumber() + ")");

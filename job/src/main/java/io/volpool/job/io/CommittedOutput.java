@@ -19,20 +19,24 @@ import org.apache.parquet.hadoop.metadata.BlockMetaData;
  * what was read: a run that committed less than it read fails instead of reporting a success.
  *
  * @param files data files committed
- * @param volumes volumes they hold
+ * @param rows Parquet rows they hold (.npy: volumes)
+ * @param volumes volumes they hold: for output across rows, the distinct ids that have a row starting at plane 0
+ * @param repeatedStart for output across rows, an id with more than one row starting at plane 0 (null if none)
  */
-public record CommittedOutput(long files, long volumes) {
+public record CommittedOutput(long files, long rows, long volumes, String repeatedStart) {
 
-  /** Counts the committed data files under {@code staging}. */
-  public static CommittedOutput count(Path staging, boolean npy, Configuration conf) throws IOException {
+  /** Counts the committed data files under {@code staging}; {@code rowsOut}: output across rows (d0/d1 columns). */
+  public static CommittedOutput count(Path staging, boolean npy, boolean rowsOut, Configuration conf) throws IOException {
     FileSystem fs = io.volpool.io.Files2.fs(staging, conf);
     if (!fs.exists(staging)) {
-      return new CommittedOutput(0, 0);
+      return new CommittedOutput(0, 0, 0, null);
     }
     List<String> skipped = new ArrayList<>();
     List<FileStatus> files = InputPlanner.list(staging, conf, n -> !npy || n.toLowerCase(java.util.Locale.ROOT)
         .endsWith(".npy"), npy ? ".npy" : "Parquet", skipped);
     long volumes = 0;
+    java.util.Set<String> started = new java.util.HashSet<>();
+    String[] repeated = {null};
     for (FileStatus f : files) {
       if (npy) {
         try (FSDataInputStream in = fs.open(f.getPath())) {
@@ -42,6 +46,16 @@ public record CommittedOutput(long files, long volumes) {
               .shape();
           volumes += s.length == 5 ? s[0] : 1;
         }
+      } else if (rowsOut) {
+        // a volume across rows is its id's row that starts at plane 0: counted from the rows a reader will find
+        volumes += SmallColumns.read(f.getPath(), "", java.util.List.of(io.volpool.io.TensorLayout.ID,
+            io.volpool.io.TensorLayout.D0), conf, (g, row, split, k) -> {
+              Long d0 = io.volpool.io.ParquetVolumeInput.RowValues.integer(g, io.volpool.io.TensorLayout.D0);
+              if (d0 != null && d0 == 0 && !started.add(String.valueOf(io.volpool.io.ParquetVolumeInput.RowValues.id(g)))
+                  && repeated[0] == null) {
+                repeated[0] = io.volpool.io.ParquetVolumeInput.RowValues.id(g);
+              }
+            });
       } else {
         try (ParquetFileReader r = ParquetFileReader.open(io.volpool.io.Files2.parquet(f.getPath(), conf))) {
           for (BlockMetaData b : r.getFooter().getBlocks()) {
@@ -50,7 +64,8 @@ public record CommittedOutput(long files, long volumes) {
         }
       }
     }
-    return new CommittedOutput(files.size(), volumes);
+    return rowsOut && !npy ? new CommittedOutput(files.size(), volumes, started.size(), repeated[0])
+        : new CommittedOutput(files.size(), volumes, volumes, null);
   }
 
   /**
@@ -85,15 +100,26 @@ public record CommittedOutput(long files, long volumes) {
     } else if (written != read) {
       problems.add("the tasks read " + read + " volumes but wrote " + written);
     }
-    if (c.volumes() != written) {
-      problems.add("the tasks wrote " + written + " " + unit + " but the committed output holds " + c.volumes() + " in "
+    if (c.rows() != written) {
+      problems.add("the tasks wrote " + written + " rows but the committed output holds " + c.rows() + " in "
           + c.files() + " file(s)");
+    }
+    if (rowsOut) {
+      long want = plan.volumes() >= 0 ? plan.volumes() : read;
+      if (c.repeatedStart() != null) {
+        problems.add("the committed output holds two volumes with id=" + c.repeatedStart() + " (two rows start at plane"
+            + " 0); a reader would take them for one");
+      }
+      if (c.volumes() != want) {
+        problems.add("the tasks read " + want + " volumes but the committed output holds " + c.volumes()
+            + " distinct volumes");
+      }
     }
     if (npyIn && npyOut && c.files() != plan.files()) {
       problems.add("the input has " + plan.files() + " .npy files but the committed output has " + c.files());
     }
     if (!problems.isEmpty()) {
-      String hint = c.volumes() < written
+      String hint = c.rows() < written
           ? ". Files written by the executors did not reach the output: on a cluster, is " + output
               + " on a filesystem every executor and the driver share?"
           : "";

@@ -134,6 +134,9 @@ public final class InputPlanner {
       long start = -1;
       long end = -1;
       for (BlockMetaData b : blocks) {
+        if (b.getRowCount() == 0) {
+          continue; // an empty row group (pyarrow writes one for an empty table) holds nothing to read
+        }
         long bs = b.getStartingPos();
         long be = bs + b.getCompressedSize();
         if (start >= 0 && be - start > max) {

@@ -2,8 +2,6 @@ package io.volpool.job.io;
 
 import io.volpool.io.BadRecordException;
 import io.volpool.io.CorruptInputException;
-import io.volpool.io.Files2;
-import io.volpool.io.ParquetSplit;
 import io.volpool.io.ParquetVolumeInput.RowValues;
 import io.volpool.io.PlaneVolume;
 import io.volpool.io.RowRules;
@@ -19,16 +17,6 @@ import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
-import org.apache.parquet.column.page.PageReadStore;
-import org.apache.parquet.example.data.Group;
-import org.apache.parquet.example.data.simple.convert.GroupRecordConverter;
-import org.apache.parquet.hadoop.ParquetFileReader;
-import org.apache.parquet.hadoop.metadata.BlockMetaData;
-import org.apache.parquet.hadoop.metadata.ParquetMetadata;
-import org.apache.parquet.io.ColumnIOFactory;
-import org.apache.parquet.io.RecordReader;
-import org.apache.parquet.schema.MessageType;
-import org.apache.parquet.schema.Type;
 
 /**
  * Plans input whose volumes are stored across rows ({@link TensorLayout#planeRows()}): reads only
@@ -41,6 +29,9 @@ import org.apache.parquet.schema.Type;
 public final class PlaneRowPlanner {
   private PlaneRowPlanner() {}
 
+  private static final List<String> COLUMNS = List.of(TensorLayout.ID, TensorLayout.SHAPE, TensorLayout.D0,
+      TensorLayout.D1);
+
   private record Found(String id, VolumeShape shape, PlaneVolume.Row row, String where) {}
 
   public static InputPlanner.Plan plan(String input, TensorLayout layout, Configuration conf, long maxPartitionBytes,
@@ -52,8 +43,7 @@ public final class PlaneRowPlanner {
     Path root = new Path(input);
     List<String> skipped = new ArrayList<>();
     List<FileStatus> files = InputPlanner.list(root, conf, n -> true, "Parquet", skipped);
-    List<ParquetMetadata> footers = InputPlanner.footers(files, conf);
-    MessageType small = smallSchema(layout.inputSchema());
+    InputPlanner.footers(files, conf); // every file must be Parquet: the error names the first that is not
     Map<String, List<Found>> byId = new LinkedHashMap<>();
     long rows = 0;
     long bytes = 0;
@@ -61,35 +51,19 @@ public final class PlaneRowPlanner {
       FileStatus f = files.get(i);
       bytes += f.getLen();
       String folder = InputPlanner.folder(root, f, conf);
-      List<BlockMetaData> blocks = footers.get(i).getBlocks();
-      long rowInFile = 0;
-      try (ParquetFileReader r = ParquetFileReader.open(Files2.parquet(f.getPath(), conf))) {
-        r.setRequestedSchema(small);
-        for (int b = 0; b < blocks.size(); b++) {
-          BlockMetaData bm = blocks.get(b);
-          ParquetSplit split = new ParquetSplit(f.getPath().toString(), folder, bm.getStartingPos(), bm.getCompressedSize());
-          PageReadStore pages = r.readNextRowGroup();
-          if (pages == null) {
-            throw new CorruptInputException(f.getPath() + ": row group " + b + " could not be read");
+      try {
+        rows += SmallColumns.read(f.getPath(), folder, COLUMNS, conf, (g, rowInFile, split, k) -> {
+          String where = f.getPath().getName() + " row " + rowInFile;
+          String id = RowValues.id(g);
+          if (id == null) {
+            throw new BadRecordException(where, "id is null; every row of a volume stored across rows names its volume");
           }
-          RecordReader<Group> rr = new ColumnIOFactory().getColumnIO(small, r.getFooter().getFileMetaData().getSchema())
-              .getRecordReader(pages, new GroupRecordConverter(small));
-          for (long k = 0; k < bm.getRowCount(); k++) {
-            Group g = rr.read();
-            String where = f.getPath().getName() + " row " + (rowInFile + k);
-            String id = RowValues.id(g);
-            if (id == null) {
-              throw new BadRecordException(where, "id is null; every row of a volume stored across rows names its volume");
-            }
-            VolumeShape shape = RowRules.shape("id=" + id, RowValues.longList(g, TensorLayout.SHAPE));
-            int[] planes = RowRules.planes("id=" + id + " (" + where + ")", shape, RowValues.integer(g, TensorLayout.D0),
-                RowValues.integer(g, TensorLayout.D1));
-            byId.computeIfAbsent(id, x -> new ArrayList<>())
-                .add(new Found(id, shape, new PlaneVolume.Row(split, k, planes[0], planes[1]), where));
-          }
-          rows += bm.getRowCount();
-          rowInFile += bm.getRowCount();
-        }
+          VolumeShape shape = RowRules.shape("id=" + id, RowValues.longList(g, TensorLayout.SHAPE));
+          int[] planes = RowRules.planes("id=" + id + " (" + where + ")", shape, RowValues.integer(g, TensorLayout.D0),
+              RowValues.integer(g, TensorLayout.D1));
+          byId.computeIfAbsent(id, x -> new ArrayList<>())
+              .add(new Found(id, shape, new PlaneVolume.Row(split, k, planes[0], planes[1]), where));
+        });
       } catch (IOException | RuntimeException e) {
         if (e instanceof BadRecordException || e instanceof CorruptInputException) {
           throw e;
@@ -120,6 +94,40 @@ public final class PlaneRowPlanner {
     }
     return new InputPlanner.Plan(tasks, files.size(), bytes, rows, skipped, files.isEmpty() ? null : files.get(0).getPath(),
         volumes.size());
+  }
+
+  /**
+   * Refuses input whose volumes are to be written across rows but whose ids are missing, null or
+   * repeated: a reader finds a volume's rows by id, so two volumes with one id would read as one
+   * volume with its planes twice. Reads only the {@code id} column, on the driver, before anything runs.
+   *
+   * @throws SettingsException when the input has no {@code id} column
+   * @throws BadRecordException naming the id and both rows
+   */
+  public static void requireUniqueIds(String input, TensorLayout layout, Configuration conf) throws IOException {
+    String why = "with output across rows (" + io.volpool.job.config.VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows) a"
+        + " reader finds each volume's rows by its id";
+    if (!layout.inputSchema().containsField(TensorLayout.ID)) {
+      throw new io.volpool.job.config.SettingsException("the input " + input + " has no 'id' column, but " + why
+          + "; add an id column or write one row per volume (output.layout=volume)");
+    }
+    Path root = new Path(input);
+    List<FileStatus> files = InputPlanner.list(root, conf, n -> true, "Parquet", new ArrayList<>());
+    Map<String, String> seen = new java.util.HashMap<>();
+    for (FileStatus f : files) {
+      SmallColumns.read(f.getPath(), "", List.of(TensorLayout.ID), conf, (g, rowInFile, split, k) -> {
+        String where = f.getPath().getName() + " row " + rowInFile;
+        String id = RowValues.id(g);
+        if (id == null) {
+          throw new BadRecordException(where, "id is null; " + why);
+        }
+        String before = seen.putIfAbsent(id, where);
+        if (before != null) {
+          throw new BadRecordException("id=" + id, "two input rows have this id (" + before + " and " + where + "); " + why
+              + ", so two volumes with one id would read back as one. Give each volume its own id");
+        }
+      });
+    }
   }
 
   /** One volume from its rows: one shape, planes {@code [0, D)} each exactly once. */
@@ -163,13 +171,5 @@ public final class PlaneRowPlanner {
       r.add("[" + p.row().d0() + ", " + p.row().d1() + ")");
     }
     return String.join(" ", r) + (sorted.size() > 20 ? " ..." : "");
-  }
-
-  private static MessageType smallSchema(MessageType in) {
-    List<Type> keep = new ArrayList<>();
-    for (String n : List.of(TensorLayout.ID, TensorLayout.SHAPE, TensorLayout.D0, TensorLayout.D1)) {
-      keep.add(in.getType(n));
-    }
-    return new MessageType("volpool_planes", keep);
   }
 }
