@@ -18,7 +18,8 @@ import org.apache.spark.SparkConf;
  * The outcome of a run in a file beside its output, {@code .NAME.volpool-status.json}: status,
  * exit code and message, written by the driver in every deploy mode. In cluster deploy mode
  * spark-submit's own exit code does not say whether the driver failed; schedulers (the Airflow DAG)
- * read this file instead. Hidden, so readers of the output's parent folder skip it. Stateless.
+ * read this file instead. Hidden, so readers of the output's parent folder skip it. Written only
+ * where the output's parent folder exists: a run refused before it started creates no folders. Stateless.
  */
 public final class RunStatus {
   private RunStatus() {}
@@ -46,7 +47,10 @@ public final class RunStatus {
       m.put("volpool_version", Version.VERSION);
       byte[] json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsBytes(m);
       if (!fs.exists(p.getParent())) {
-        fs.mkdirs(p.getParent());
+        // a run refused before it started creates no folders: its status has nowhere to go
+        err.println("volpool: the run's status was not written: the output's folder " + p.getParent()
+            + " does not exist");
+        return;
       }
       try (OutputStream os = fs.create(p, true)) {
         os.write(json);

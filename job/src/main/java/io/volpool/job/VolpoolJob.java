@@ -11,6 +11,7 @@ import io.volpool.job.config.SettingsException;
 import io.volpool.job.config.VolpoolOptions;
 import io.volpool.job.io.CommittedOutput;
 import io.volpool.job.io.InputPlanner;
+import io.volpool.job.io.NoInputException;
 import io.volpool.job.io.ParquetInspector;
 import io.volpool.job.io.PathOverlap;
 import io.volpool.job.io.PlaneRowPlanner;
@@ -166,6 +167,10 @@ public final class VolpoolJob {
       PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.fusedWeights(), VolpoolOptions.FUSED_WEIGHTS.key(), conf);
     }
     refuseLocalOutputOnCluster(spark.sparkContext().master(), s, conf);
+    if (s.device().equals("gpu") && spark.sparkContext().master().startsWith("local")) {
+      // the driver is the executor: say it once here rather than in a failed task's stack trace
+      io.volpool.backend.Backends.requireGpu();
+    }
     Pipeline pipeline = pipeline(s, conf);
     Path inputPath = new Path(s.input());
     FileSystem inFs = inputPath.getFileSystem(conf);
@@ -178,6 +183,9 @@ public final class VolpoolJob {
     int cores = spark.sparkContext().defaultParallelism();
     InputPlanner.Plan plan = npyIn ? InputPlanner.npy(s.input(), conf, maxPartition, openCost, cores)
         : InputPlanner.parquet(s.input(), conf, maxPartition, openCost, cores);
+    if (plan.files() == 0) {
+      throw new NoInputException(s.input(), npyIn ? ".npy" : "Parquet", plan.skipped());
+    }
     if (!plan.skipped().isEmpty()) {
       LOG.warn("volpool: {} file(s) in {} are not input and were skipped: {}", plan.skipped().size(), s.input(),
           String.join(", ", plan.skipped().subList(0, Math.min(20, plan.skipped().size())))
@@ -207,6 +215,9 @@ public final class VolpoolJob {
     }
     // across rows when the input is, or when asked: then a volume larger than output.rowBytes takes several rows
     boolean rowsOut = !npyOut && (planeRows || s.outputLayout().equals("rows"));
+    if (rowsOut && !planeRows && !npyIn) {
+      PlaneRowPlanner.requireUniqueIds(s.input(), layout, conf);
+    }
     OutputSpec outSpec = new OutputSpec(s.outputFormat(),
         (layout == null ? TensorLayout.npyOutputSchema(rowsOut) : layout.outputSchema(rowsOut)).toString(),
         layout == null ? List.of(TensorLayout.ID) : layout.passthrough(), codec(s), ROW_GROUP_BYTES,
@@ -214,12 +225,16 @@ public final class VolpoolJob {
     RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuMemoryFraction(),
         s.memoryBudget(), s.inputFormat(), layout, s.npyMaxHeaderBytes(), npyOut ? 0 : ParquetBatchWriter.GAP,
         s.outputRowBytes());
+    if (spark.sparkContext().master().startsWith("local")) {
+      spec.executorBudgetBytes(); // the driver is the executor: refuse a budget its heap cannot hold before any work
+    }
     StagedOutput out = StagedOutput.prepare(s.output(), s.overwrite(), conf);
     JobMetrics metrics = JobMetrics.register(spark.sparkContext());
     LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}", s.input(),
         out.output(), describe(pipeline), s.device(), plan.files(), plan.tasks().size(), out.staging());
     boolean cluster = !spark.sparkContext().master().startsWith("local");
-    try (Progress progress = new Progress(spark.sparkContext(), metrics, plan.rows());
+    try (Progress progress = new Progress(spark.sparkContext(), metrics, plan.rows(),
+        planeRows ? "rows" : "volumes");
         ResourceWatch watch = cluster && !plan.tasks().isEmpty()
             ? new ResourceWatch(spark.sparkContext(), s.resourceTimeoutSeconds()) : null) {
       JavaPairRDD<Void, BatchRunner.Finished> batches = tasks(spark, plan, conf)
@@ -243,7 +258,7 @@ public final class VolpoolJob {
       }
       LOG.info(progress.line());
       long tc = System.nanoTime();
-      CommittedOutput committed = CommittedOutput.count(out.staging(), npyOut, conf);
+      CommittedOutput committed = CommittedOutput.count(out.staging(), npyOut, rowsOut, conf);
       CommittedOutput.check(committed, plan, metrics, npyIn, npyOut, rowsOut, out.output().toString());
       RunSummary summary = summary(s, out, metrics, pipeline, plan, committed, outSpec.metadata(),
           (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, spec);
@@ -348,7 +363,8 @@ public final class VolpoolJob {
       phases.put(ph.label(), Math.round(ns[ph.ordinal()] / 1e3) / 1e6);
     }
     return new RunSummary("succeeded", s.input(), s.inputFormat(), out.output().toString(), s.outputFormat(),
-        p.describe(), backend, m.volumesRead().value(), committed.volumes(), committed.files(), m.bytesIn().value(),
+        p.describe(), backend, plan.volumes() >= 0 ? plan.volumes() : m.volumesRead().value(), committed.volumes(),
+        m.volumesRead().value(), committed.rows(), committed.files(), m.bytesIn().value(),
         m.bytesOut().value(), m.batches().value(), m.slabbedVolumes().value(), plan.volumes(), secs, phases, spec.budgetBytes(), m.peakBudgetBytes().value(),
         m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective());
   }

@@ -74,6 +74,19 @@ public final class MemoryBudget {
     return jvm;
   }
 
+  /**
+   * Refuses a budget larger than the heap {@code maxHeap} of the JVM that holds it.
+   *
+   * @throws MemoryBudgetException naming the setting, the budget and the heap
+   */
+  public static void requireFitsHeap(long budget, long maxHeap) {
+    if (budget > maxHeap) {
+      throw new MemoryBudgetException(SETTING + "=" + mib(budget) + " is more than this executor's whole heap ("
+          + mib(maxHeap) + ", -Xmx or spark.executor.memory) can hold; batches and input pages live there, so set it to"
+          + " at most " + mib(maxHeap) + ", or to auto (half the heap), or give executors more memory", budget, maxHeap);
+    }
+  }
+
   /** The default limit: half of this JVM's maximum heap. */
   public static long defaultLimit() {
     return Runtime.getRuntime().maxMemory() / 2;

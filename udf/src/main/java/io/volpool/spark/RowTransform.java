@@ -33,7 +33,7 @@ public final class RowTransform implements MapPartitionsFunction<Row, Row> {
   @Override
   public Iterator<Row> call(Iterator<Row> rows) {
     TaskContext tc = TaskContext.get();
-    MemoryBudget budget = MemoryBudget.forJvm(spec.budgetBytes());
+    MemoryBudget budget = MemoryBudget.forJvm(spec.executorBudgetBytes());
     Backend backend = Backends.get(spec.device(), spec.executorThreads(), spec.gpuMemoryFraction(), budget);
     int device = PartitionRunner.deviceOf(tc, backend);
     BatchRunner runner = new BatchRunner(new RowInput(rows, layout), backend, device, spec, 0, budget, new PhaseTimes(),

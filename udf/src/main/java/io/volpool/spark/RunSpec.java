@@ -42,8 +42,21 @@ public record RunSpec(Pipeline pipeline, String device, int batchSize, int cpuTh
     return Math.max(1, cores > 0 ? cores : jvmCores);
   }
 
-  /** The executor's budget in bytes: the setting, or half of this JVM's heap. */
+  /** The executor's budget in bytes: the setting, or half of this JVM's heap (as the driver sees it). */
   public long budgetBytes() {
     return memoryBudget > 0 ? memoryBudget : io.volpool.memory.MemoryBudget.defaultLimit();
+  }
+
+  /**
+   * This executor's budget in bytes, checked against its heap: a budget larger than the JVM's
+   * maximum heap is refused (CPU batches and heap pages live on it, so the budget could never keep
+   * it from running out of memory).
+   *
+   * @throws io.volpool.memory.MemoryBudgetException naming the setting, its value and the maximum
+   */
+  public long executorBudgetBytes() {
+    long b = budgetBytes();
+    io.volpool.memory.MemoryBudget.requireFitsHeap(b, Runtime.getRuntime().maxMemory());
+    return b;
   }
 }

@@ -42,6 +42,8 @@ public final class StagedOutput implements AutoCloseable {
   /** A run whose owner file was not touched for this long is dead. */
   static final long STALE_MILLIS = 10 * 60 * 1000L;
   static final long HEARTBEAT_SECONDS = 30;
+  /** A commit lock untouched this long belongs to a dead run on another host (its owner touches it every 30 s). */
+  static final long LOCK_STALE_MILLIS = 2 * 60 * 1000L;
 
   private final FileSystem fs;
   private final Path output;
@@ -56,7 +58,7 @@ public final class StagedOutput implements AutoCloseable {
     this.output = output;
     this.staging = staging;
     this.owner = new Path(staging.getParent(), staging.getName() + ".owner");
-    this.lock = new Path(output.getParent(), "." + output.getName() + ".volpool-commit.lock");
+    this.lock = lockOf(output);
     this.overwrite = overwrite;
     writeOwner();
     this.heartbeat = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -77,6 +79,11 @@ public final class StagedOutput implements AutoCloseable {
     Path out = new Path(output);
     FileSystem fs = out.getFileSystem(conf);
     out = fs.makeQualified(out);
+    if (out.getParent() != null && fs.exists(out.getParent())) {
+      // a run killed in the middle of replacing this output: finish or undo its replace before looking at the output
+      recoverReplaced(fs, out);
+      checkLock(fs, out);
+    }
     if (fs.exists(out) && !overwrite) {
       throw new SettingsException("output " + out + " already exists; set spark.volpool.mode=overwrite"
           + " to replace it, or choose another spark.volpool.output");
@@ -99,14 +106,8 @@ public final class StagedOutput implements AutoCloseable {
       if (!n.startsWith(prefix) || n.endsWith(".owner")) {
         continue;
       }
-      if (n.endsWith(".replaced")) {
-        // an old output moved aside by a commit that died before deleting it
-        String run = n.substring(0, n.length() - ".replaced".length());
-        if (!fs.exists(new Path(st.getPath().getParent(), run + ".owner"))) {
-          fs.delete(st.getPath(), true);
-          removed++;
-        }
-        continue;
+      if (n.endsWith(REPLACED)) {
+        continue; // recoverReplaced decides about old outputs moved aside
       }
       Path ownerFile = new Path(st.getPath().getParent(), n + ".owner");
       try {
@@ -136,6 +137,110 @@ public final class StagedOutput implements AutoCloseable {
       }
     }
     return removed;
+  }
+
+  static final String REPLACED = ".replaced";
+
+  /**
+   * An old output moved aside ({@code .NAME.volpool-staging-ID.replaced}) by a commit whose run then
+   * died: if the new output landed, the old one is deleted; if the run died between its two renames
+   * (no output now), the old output is put back, so a kill never loses the output it was replacing.
+   * Left alone while its run is alive (it is committing right now).
+   */
+  static void recoverReplaced(FileSystem fs, Path out) throws IOException {
+    String prefix = "." + out.getName() + STAGING;
+    for (FileStatus st : fs.listStatus(out.getParent())) {
+      String n = st.getPath().getName();
+      if (!n.startsWith(prefix) || !n.endsWith(REPLACED)) {
+        continue;
+      }
+      Path ownerFile = new Path(st.getPath().getParent(), n.substring(0, n.length() - REPLACED.length()) + ".owner");
+      Optional<String> dead;
+      try {
+        dead = fs.exists(ownerFile) ? deadBecause(fs, st, ownerFile) : Optional.of("its run finished");
+      } catch (java.io.FileNotFoundException e) {
+        continue; // its run finished its commit while we looked: it removes what it moved aside itself
+      }
+      if (dead.isEmpty()) {
+        continue;
+      }
+      if (fs.exists(out)) {
+        LOG.warn("volpool: removing {}, the output {} replaced by a run that died before removing it ({})", st.getPath(),
+            out, dead.get());
+        fs.delete(st.getPath(), true);
+      } else if (fs.rename(st.getPath(), out)) {
+        LOG.warn("volpool: restored the output {} from {}: a run ({}) moved it aside to replace it and died before its"
+            + " new output landed", out, st.getPath(), dead.get());
+      }
+    }
+  }
+
+  /**
+   * The commit lock of {@code out} before any work starts: a lock whose owner is dead is removed at
+   * once; a live one is reported (this run commits after it, or fails then if it still holds it).
+   */
+  static void checkLock(FileSystem fs, Path out) throws IOException {
+    Path lock = lockOf(out);
+    Optional<String> owner = lockOwner(fs, lock);
+    if (owner.isEmpty()) {
+      return;
+    }
+    Optional<String> dead = lockDead(fs, lock);
+    if (dead.isPresent()) {
+      LOG.warn("volpool: removing the commit lock {} of {}: {}", lock, owner.get(), dead.get());
+      fs.delete(lock, false);
+    } else {
+      LOG.warn("volpool: {} is committing to {} right now (lock {}); this run will commit after it", owner.get(), out,
+          lock);
+    }
+  }
+
+  static Path lockOf(Path out) {
+    return new Path(out.getParent(), "." + out.getName() + ".volpool-commit.lock");
+  }
+
+  /** Who holds {@code lock}, as text; empty when there is no lock. */
+  private static Optional<String> lockOwner(FileSystem fs, Path lock) throws IOException {
+    Properties p = new Properties();
+    try (InputStream in = fs.open(lock)) {
+      p.load(in);
+    } catch (java.io.FileNotFoundException e) {
+      return Optional.empty();
+    }
+    return Optional.of("the run of process " + p.getProperty("pid", "?") + " on " + p.getProperty("host", "?")
+        + " (started " + p.getProperty("started", "?") + ")");
+  }
+
+  /**
+   * Why the owner of {@code lock} is dead, or empty while it lives: on this host its process must
+   * still run; elsewhere it must have touched the lock within {@link #LOCK_STALE_MILLIS} (it does
+   * every {@link #HEARTBEAT_SECONDS} while it holds it).
+   */
+  static Optional<String> lockDead(FileSystem fs, Path lock) throws IOException {
+    FileStatus st;
+    Properties p = new Properties();
+    try {
+      st = fs.getFileStatus(lock);
+      try (InputStream in = fs.open(lock)) {
+        p.load(in);
+      }
+    } catch (java.io.FileNotFoundException e) {
+      return Optional.of("released");
+    }
+    long age = System.currentTimeMillis() - st.getModificationTime();
+    if (host().equals(p.getProperty("host")) && p.getProperty("pid") != null) {
+      try {
+        long pid = Long.parseLong(p.getProperty("pid"));
+        Optional<ProcessHandle> h = ProcessHandle.of(pid);
+        boolean alive = h.isPresent() && h.get().info().startInstant().map(Instant::toString).orElse("")
+            .equals(p.getProperty("processStart", ""));
+        return alive ? Optional.empty() : Optional.of("process " + pid + " on this host has ended");
+      } catch (NumberFormatException e) {
+        // unreadable: judge by age below
+      }
+    }
+    return age > LOCK_STALE_MILLIS ? Optional.of("untouched for " + age / 1000 + " s (its owner stopped beating)")
+        : Optional.empty();
   }
 
   private static Optional<String> deadBecause(FileSystem fs, FileStatus staging, Path ownerFile) throws IOException {
@@ -186,9 +291,14 @@ public final class StagedOutput implements AutoCloseable {
     }
   }
 
+  private volatile boolean lockHeld;
+
   private void touch() {
     try {
       fs.setTimes(owner, System.currentTimeMillis(), -1);
+      if (lockHeld) {
+        fs.setTimes(lock, System.currentTimeMillis(), -1);
+      }
     } catch (IOException | RuntimeException e) {
       LOG.debug("heartbeat of {} failed: {}", owner, e.toString());
     }
@@ -229,7 +339,7 @@ public final class StagedOutput implements AutoCloseable {
               + staging);
         }
         // move the old output aside in one rename, so a reader sees the old output, none, or the new one: never a part
-        old = new Path(staging.getParent(), staging.getName() + ".replaced");
+        old = new Path(staging.getParent(), staging.getName() + REPLACED);
         if (!fs.rename(output, old)) {
           throw new IOException("could not move the old output " + output + " aside (mode=overwrite); the new result"
               + " stays in " + staging);
@@ -239,7 +349,11 @@ public final class StagedOutput implements AutoCloseable {
         throw new ConcurrentCommitException("output " + output + " reappeared while this job replaced it");
       }
       if (!fs.rename(staging, output)) {
-        throw new IOException("could not rename " + staging + " to " + output);
+        if (old != null && !fs.exists(output) && fs.rename(old, output)) {
+          old = null; // the old output is back in place
+        }
+        throw new IOException("could not rename " + staging + " to " + output + (old == null ? "" : "; the old output"
+            + " stays in " + old));
       }
     } finally {
       releaseLock();
@@ -254,38 +368,44 @@ public final class StagedOutput implements AutoCloseable {
   private void acquireLock() throws IOException {
     for (int attempt = 0; attempt < 3; attempt++) {
       if (createExclusive(lock)) {
+        lockHeld = true;
         return;
       }
-      long age;
-      try {
-        age = System.currentTimeMillis() - fs.getFileStatus(lock).getModificationTime();
-      } catch (java.io.FileNotFoundException e) {
-        continue; // released while we looked: try again
-      }
-      if (age > STALE_MILLIS) {
-        LOG.warn("volpool: removing the commit lock {}, left {} s ago by a run that never finished its commit", lock,
-            age / 1000);
-        fs.delete(lock, false);
+      Optional<String> dead = lockDead(fs, lock);
+      if (dead.isPresent()) {
+        if (!dead.get().equals("released")) {
+          LOG.warn("volpool: taking over the commit lock {}: {}", lock, dead.get());
+          fs.delete(lock, false);
+        }
         continue;
       }
       break;
     }
-    throw new ConcurrentCommitException("another job is committing to " + output + " right now (lock " + lock + "); this"
-        + " job's result was not moved into place. Rerun when it has finished; if no job is running, delete " + lock);
+    String who = lockOwner(fs, lock).orElse("another job");
+    throw new ConcurrentCommitException(who + " is committing to " + output + " right now (lock " + lock + "); this"
+        + " job's result was not moved into place. Rerun when it has finished");
   }
 
-  /** Creates {@code p} if it does not exist, atomically (O_EXCL locally, the namenode's create on HDFS). */
+  /**
+   * Creates {@code p} holding this run's owner record if it does not exist, atomically (O_EXCL
+   * locally, the namenode's create on HDFS).
+   */
   private boolean createExclusive(Path p) throws IOException {
+    ProcessHandle me = ProcessHandle.current();
+    byte[] text = ("host=" + host() + "\npid=" + me.pid() + "\nprocessStart="
+        + me.info().startInstant().map(Instant::toString).orElse("") + "\nstarted=" + Instant.now() + "\nstaging="
+        + staging.getName() + "\n").getBytes(StandardCharsets.UTF_8);
     if ("file".equals(fs.getScheme())) {
       try {
-        Files.createFile(Paths.get(fs.makeQualified(p).toUri()));
+        Files.write(io.volpool.io.Files2.local(fs.makeQualified(p)), text, java.nio.file.StandardOpenOption.CREATE_NEW,
+            java.nio.file.StandardOpenOption.WRITE);
         return true;
       } catch (FileAlreadyExistsException e) {
         return false;
       }
     }
-    try {
-      fs.create(p, false).close();
+    try (OutputStream os = fs.create(p, false)) {
+      os.write(text);
       return true;
     } catch (org.apache.hadoop.fs.FileAlreadyExistsException e) {
       return false;
@@ -293,6 +413,7 @@ public final class StagedOutput implements AutoCloseable {
   }
 
   private void releaseLock() {
+    lockHeld = false;
     try {
       fs.delete(lock, false);
     } catch (IOException e) {

@@ -103,4 +103,84 @@ class StagedOutputTest {
         ".out" + StagedOutput.STAGING + "alive-here.owner", ".out" + StagedOutput.STAGING + "beating-elsewhere",
         ".out" + StagedOutput.STAGING + "beating-elsewhere.owner");
   }
+
+  static Path lockFile(Path tmp) {
+    return tmp.resolve(".out.volpool-commit.lock");
+  }
+
+  static void writeLock(Path tmp, String host, long pid, String processStart, long ageMillis) throws Exception {
+    Files.writeString(lockFile(tmp), "host=" + host + "\npid=" + pid + "\nprocessStart=" + processStart
+        + "\nstarted=2026-12-01T00:00:00Z\n", StandardCharsets.UTF_8);
+    Files.setLastModifiedTime(lockFile(tmp), java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis()
+        - ageMillis));
+  }
+
+  @Test
+  void aDeadRunsCommitLockIsTakenOverBeforeAnyWorkAndALiveOneKept(@TempDir Path tmp) throws Exception {
+    String host = InetAddress.getLocalHost().getHostName();
+    Process gone = new ProcessBuilder("true").start();
+    gone.waitFor();
+    // a fresh lock (no age to go by) whose process on this host has ended: taken over at once, at prepare
+    writeLock(tmp, host, gone.pid(), "2026-01-01T00:00:00Z", 0);
+    StagedOutput o = StagedOutput.prepare(tmp.resolve("out").toString(), true, CONF);
+    assertThat(lockFile(tmp)).as("removed before any work").doesNotExist();
+    o.writeText("x", "y");
+    o.commit();
+    assertThat(names(tmp.resolve("out"))).containsExactly("x");
+    // another host's lock untouched for longer than its heartbeat allows: dead
+    writeLock(tmp, "other-host", 1, "x", StagedOutput.LOCK_STALE_MILLIS + 60_000);
+    StagedOutput.prepare(tmp.resolve("out").toString(), true, CONF).abort();
+    assertThat(lockFile(tmp)).doesNotExist();
+    // a live owner (this process) keeps its lock: the commit fails naming it, and the lock stays
+    ProcessHandle me = ProcessHandle.current();
+    writeLock(tmp, host, me.pid(), me.info().startInstant().map(Instant::toString).orElse(""), 0);
+    StagedOutput live = StagedOutput.prepare(tmp.resolve("out").toString(), true, CONF);
+    assertThat(lockFile(tmp)).exists();
+    live.writeText("z", "z");
+    org.assertj.core.api.Assertions.assertThatThrownBy(live::commit)
+        .isInstanceOf(StagedOutput.ConcurrentCommitException.class)
+        .hasMessageContaining("the run of process " + me.pid() + " on " + host + " (started 2026-12-01T00:00:00Z) is"
+            + " committing to");
+    live.abort();
+    assertThat(lockFile(tmp)).exists();
+    assertThat(names(tmp.resolve("out"))).containsExactly("x");
+  }
+
+  /** A run that died in its commit: staging and owner left, the old output moved aside as .replaced. */
+  static Path diedReplacing(Path tmp, String id) throws Exception {
+    Process gone = new ProcessBuilder("true").start();
+    gone.waitFor();
+    fakeRun(tmp, id, InetAddress.getLocalHost().getHostName(), gone.pid(), "2026-01-01T00:00:00Z", 0);
+    Path replaced = tmp.resolve(".out" + StagedOutput.STAGING + id + StagedOutput.REPLACED);
+    Files.createDirectories(replaced);
+    Files.writeString(replaced.resolve("old-part"), "old");
+    return replaced;
+  }
+
+  @Test
+  void aRunKilledBetweenItsTwoRenamesLosesNoOutput(@TempDir Path tmp) throws Exception {
+    // killed after moving the old output aside, before its own landed: the old output comes back
+    Path replaced = diedReplacing(tmp, "died-mid-replace");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> StagedOutput.prepare(tmp.resolve("out").toString(), false,
+        CONF)).as("the old output is back, so errorifexists finds it").hasMessageContaining("already exists");
+    assertThat(names(tmp.resolve("out"))).containsExactly("old-part");
+    StagedOutput o = StagedOutput.prepare(tmp.resolve("out").toString(), true, CONF);
+    o.abort();
+    assertThat(replaced).doesNotExist();
+    assertThat(names(tmp.resolve("out"))).containsExactly("old-part");
+    assertThat(names(tmp)).as("the dead run's staging and owner file are gone too").containsExactly("out");
+  }
+
+  @Test
+  void aRunKilledAfterItsOutputLandedLeavesNoOldOutputBehind(@TempDir Path tmp) throws Exception {
+    Path replaced = diedReplacing(tmp, "died-after-landing");
+    Files.createDirectories(tmp.resolve("out"));
+    Files.writeString(tmp.resolve("out/new-part"), "new");
+    StagedOutput o = StagedOutput.prepare(tmp.resolve("out").toString(), true, CONF);
+    assertThat(replaced).as("removed by the next run, at its start").doesNotExist();
+    o.writeText("newer", "x");
+    o.commit();
+    assertThat(names(tmp)).containsExactly("out");
+    assertThat(names(tmp.resolve("out"))).containsExactly("newer");
+  }
 }
