@@ -7,8 +7,9 @@ What it does, and why:
 - writes each day to its own output with `mode=overwrite`, so a retry or a rerun of a day is idempotent;
 - reads the run's status file, `.<output name>.volpool-status.json` beside the output, after spark-submit
   returns: in cluster deploy mode spark-submit's exit code does not say whether the driver failed;
-- does not retry deterministic failures: exit 2 (invalid settings) and 3 (a bad input record) fail the task
-  at once with volpool's message; exit 1 (anything else: a lost executor, a full disk) is retried.
+- does not retry deterministic failures: exit 2 (invalid settings), 3 (bad input) and 4 (the environment:
+  device=gpu without a usable GPU) fail the task at once with volpool's message; exit 1 (anything else: a
+  lost executor, a full disk) is retried.
 
 Needs apache-airflow-providers-apache-spark, a `spark_default` connection to the cluster, and pyarrow on the
 workers to read the status file and the input marker from HDFS or S3 (local paths need nothing).
@@ -25,7 +26,7 @@ from airflow.sensors.python import PythonSensor
 JAR = "/opt/volpool/volpool-job-0.1.0-SNAPSHOT-spark.jar"
 INPUT = "hdfs:///volumes/{{ ds }}"
 OUTPUT = "hdfs:///pooled/{{ ds }}"
-DETERMINISTIC = {2: "invalid settings", 3: "a bad input record"}
+DETERMINISTIC = {2: "invalid settings", 3: "bad input", 4: "no usable GPU"}
 
 GPU_CLUSTER_CONF = {
     # one GPU per executor, shared by its 8 task slots: a task holds the GPU only for its batches' copies and kernels

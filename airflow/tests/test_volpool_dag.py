@@ -128,7 +128,7 @@ class DagTest(unittest.TestCase):
         self.assertEqual(self.submit.execute(self.context)["exit_code"], 0)
 
     def test_deterministic_failures_are_not_retried(self):
-        for code in (2, 3):
+        for code in (2, 3, 4):
             self.write_status(code, "bad record id=v7: data is null")
             SparkSubmitOperator.result = AirflowException("spark-submit returned 3")
             with self.assertRaises(AirflowFailException) as e:

@@ -1,6 +1,8 @@
 package io.volpool.job;
 
 import io.volpool.backend.Backends;
+import io.volpool.backend.DeviceUnavailableException;
+import io.volpool.job.io.NoInputException;
 import io.volpool.job.config.JobSettings;
 import io.volpool.job.config.SettingsException;
 import io.volpool.job.config.VolpoolOptions;
@@ -26,13 +28,17 @@ import scala.Tuple2;
  * Entry point, under {@code spark-submit} and embedded ({@code scripts/volpool}). Takes the same
  * {@code --conf KEY=VALUE} and {@code --properties-file FILE} flags as spark-submit (plus
  * {@code --master}); without a master it runs Spark locally ({@code local[*]}). Exit codes:
- * 0 success, 2 invalid settings, 3 bad input record, 1 any other failure.
+ * 0 success, 2 invalid settings, 3 bad input (a record, a file, no input at all), 4 the environment
+ * cannot run the job ({@code device=gpu} without a usable GPU), 1 any other failure (the one a scheduler
+ * may retry).
  */
 public final class VolpoolMain {
   public static final int EXIT_OK = 0;
   public static final int EXIT_FAILED = 1;
   public static final int EXIT_SETTINGS = 2;
   public static final int EXIT_BAD_RECORD = 3;
+  public static final int EXIT_ENVIRONMENT = 4;
+  private static final Pattern NO_GPU = Pattern.compile(Pattern.quote(DeviceUnavailableException.PREFIX) + "[^\\n]*");
   private static final Pattern BAD_RECORD = Pattern.compile("(bad record [^\\n]*)");
 
   private VolpoolMain() {}
@@ -89,6 +95,9 @@ public final class VolpoolMain {
         } catch (IOException e) {
           throw new SettingsException("--properties-file " + propsFile + ": " + e.getMessage(), e);
         }
+        for (String w : notSparkKeys(p.stringPropertyNames(), "--properties-file " + propsFile + ":")) {
+          err.println("volpool: WARNING: " + w);
+        }
         for (String k : p.stringPropertyNames()) {
           if (!flags.containsKey(k)) {
             conf.set(k, p.getProperty(k).trim());
@@ -102,6 +111,7 @@ public final class VolpoolMain {
       if (!conf.contains("spark.master")) {
         conf.setMaster("local[*]");
       }
+      ignoreGpuResourcesOnLocalMaster(conf, err);
       conf.setIfMissing("spark.app.name", "volpool");
       // running tasks report their counts with each heartbeat: the driver's progress line moves every few seconds
       conf.setIfMissing("spark.executor.heartbeatInterval", "3s");
@@ -110,6 +120,9 @@ public final class VolpoolMain {
         all.put(t._1(), t._2());
       }
       for (String w : JobSettings.lookalikeKeys(all.keySet())) {
+        err.println("volpool: WARNING: " + w);
+      }
+      for (String w : notSparkKeys(flags.keySet(), "--conf")) {
         err.println("volpool: WARNING: " + w);
       }
       settings = new JobSettings(all);
@@ -121,7 +134,7 @@ public final class VolpoolMain {
       try {
         RunSummary summary = VolpoolJob.run(spark, settings);
         out.print(summary.toText());
-        RunStatus.write(settings, conf, EXIT_OK, "succeeded: " + summary.rowsIn() + " volumes in, " + summary.rowsOut()
+        RunStatus.write(settings, conf, EXIT_OK, "succeeded: " + summary.volumesIn() + " volumes in, " + summary.volumesOut()
             + " out", spark.sparkContext().applicationId(), err);
         return EXIT_OK;
       } finally {
@@ -173,6 +186,56 @@ public final class VolpoolMain {
     }
   }
 
+  /**
+   * A local master offers no resources, so tasks asking for a GPU amount would wait for ever for an
+   * executor that has one: on a local master the job drops GPU resource requests, saying so (the
+   * job still uses the GPU through {@code spark.volpool.device}). conf/spark-gpu.properties is for
+   * clusters.
+   */
+  static void ignoreGpuResourcesOnLocalMaster(SparkConf conf, PrintStream err) {
+    if (!conf.get("spark.master").startsWith("local")) {
+      return;
+    }
+    java.util.List<String> dropped = new java.util.ArrayList<>();
+    for (Tuple2<String, String> kv : conf.getAll()) {
+      String k = kv._1();
+      if ((k.startsWith("spark.task.resource.") || k.startsWith("spark.executor.resource.")
+          || k.startsWith("spark.driver.resource.")) && !k.startsWith("spark.executor.resource.memoryOverhead")) {
+        dropped.add(k + "=" + kv._2());
+      }
+    }
+    if (dropped.isEmpty()) {
+      return;
+    }
+    java.util.Collections.sort(dropped);
+    for (String kv : dropped) {
+      String k = kv.substring(0, kv.indexOf('='));
+      conf.remove(k);
+      // spark-submit passes its settings as system properties, which the session builder reads again
+      System.clearProperty(k);
+    }
+    err.println("volpool: WARNING: ignoring " + String.join(", ", dropped) + " on the local master "
+        + conf.get("spark.master") + ": local mode offers no resources, so tasks asking for them would wait for ever."
+        + " spark.volpool.device still chooses the GPU; these settings (conf/spark-gpu.properties) are for clusters");
+  }
+
+  /**
+   * Warnings for keys without the {@code spark.} prefix: Spark keeps them in its configuration but
+   * nothing reads them (spark-submit drops them with "Ignoring non-Spark config property").
+   */
+  static java.util.List<String> notSparkKeys(java.util.Collection<String> keys, String where) {
+    java.util.List<String> out = new java.util.ArrayList<>();
+    for (String k : keys) {
+      if (k.startsWith("spark.")) {
+        continue;
+      }
+      String meant = JobSettings.closest(VolpoolOptions.PREFIX + k);
+      out.add(where + " " + k + " is not a Spark setting (it lacks the spark. prefix) and is ignored"
+          + (meant != null ? "; did you mean " + meant + "?" : ""));
+    }
+    return out;
+  }
+
   private static String value(String[] args, int i, String flag) {
     if (i >= args.length) {
       throw new SettingsException(flag + " needs a value");
@@ -192,6 +255,20 @@ public final class VolpoolMain {
         err.println("volpool: FAILED: " + text(c));
         err.println("volpool: nothing was written to the output; see \"Memory\" in README.md");
         return EXIT_SETTINGS;
+      }
+      if (c instanceof NoInputException) {
+        err.println("volpool: FAILED: " + text(c));
+        err.println("volpool: nothing was written; point spark.volpool.input at a folder of Parquet files, or of .npy"
+            + " files with spark.volpool.input.format=npy");
+        return EXIT_BAD_RECORD;
+      }
+      Matcher gpu = NO_GPU.matcher(String.valueOf(c.getMessage()));
+      if (c instanceof DeviceUnavailableException || gpu.find()) {
+        // the same one line in every task of a JVM; the environment, not the data: a retry cannot help
+        err.println("volpool: FAILED: " + (c instanceof DeviceUnavailableException ? text(c) : gpu.group()));
+        err.println("volpool: nothing was written; run on a host with an NVIDIA GPU and driver (see \"On GPUs\" in"
+            + " README.md), or set spark.volpool.device=auto or cpu");
+        return EXIT_ENVIRONMENT;
       }
       if (c instanceof BadRecordException || c instanceof CorruptInputException) {
         err.println("volpool: FAILED: " + text(c));

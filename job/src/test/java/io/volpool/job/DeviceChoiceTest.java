@@ -27,7 +27,7 @@ class DeviceChoiceTest {
         tmp.resolve("out"));
     conf.put("spark.volpool.device", "gpu");
     SparkTests.Result r = SparkTests.run(conf);
-    assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_FAILED);
+    assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_ENVIRONMENT);
     assertThat(r.err()).contains("volpool: FAILED: spark.volpool.device=gpu but no usable CUDA GPU: " + reason)
         .contains("Set spark.volpool.device=auto to fall back to the CPU");
     assertThat(tmp.resolve("out")).doesNotExist();

@@ -120,4 +120,71 @@ class VolpoolApiTest {
     assertThat(SparkTests.spark().sql("SELECT volpool_avgpool3d(data, shape, 3, 2, 1).shape FROM vols").first().getList(0))
         .as("the issue's example call").hasSize(4);
   }
+
+  @Test
+  void transformTakesTheSessionsSettingsAsDefaultsAndItsOptionsOverThem() {
+    Golden.Case c = Golden.get("avgpool_k2s2p0");
+    var spark = SparkTests.spark();
+    Map<String, String> opts = new HashMap<>(options(c));
+    String kernel = opts.remove("spark.volpool.avgpool3d.kernelSize");
+    spark.conf().set("spark.volpool.avgpool3d.kernelSize", kernel);
+    spark.conf().set("spark.volpool.output", "/ignored/for/transform"); // a job's session: job-only keys are not transform's
+    try {
+      assertMatches(c, Volpool.transform(rows(c), opts).collectAsList(), 4);
+      // the session says 3; the explicit option says the case's own kernel and wins
+      spark.conf().set("spark.volpool.avgpool3d.kernelSize", "3");
+      assertMatches(c, Volpool.transform(rows(c), options(c)).collectAsList(), 4);
+      // and a session value is really used: an impossible one fails, naming its key
+      spark.conf().set("spark.volpool.batchSize", "-1");
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> Volpool.transform(rows(c), opts))
+          .hasMessageContaining("spark.volpool.batchSize must be at least 0, got -1");
+    } finally {
+      spark.conf().unset("spark.volpool.avgpool3d.kernelSize");
+      spark.conf().unset("spark.volpool.output");
+      spark.conf().unset("spark.volpool.batchSize");
+    }
+  }
+
+  @Test
+  void sqlFunctionsTakeBigintArgumentsAndRunOncePerRowWhateverFieldsAreRead() {
+    Volpool.register(SparkTests.spark());
+    Golden.Case seed = Golden.get("avgpool_seed_small");
+    rows(seed).createOrReplaceTempView("vols");
+    long n = rows(seed).count();
+    var spark = SparkTests.spark();
+    List<Row> big = spark.sql("SELECT id, volpool_avgpool3d(data, shape, 3L, CAST(2 AS BIGINT), 1).data FROM vols")
+        .collectAsList();
+    List<Row> small = spark.sql("SELECT id, volpool_avgpool3d(data, shape, 3, 2, 1).data FROM vols").collectAsList();
+    assertThat(big).hasSize((int) n);
+    for (int i = 0; i < big.size(); i++) {
+      assertThat((byte[]) big.get(i).get(1)).isEqualTo((byte[]) small.get(i).get(1));
+    }
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> spark.sql(
+        "SELECT volpool_avgpool3d(data, shape, 3, 2, 5000000000L).data FROM vols").collectAsList())
+        .hasStackTraceContaining("padding must be an integer (int or bigint), got 5000000000 (Long)");
+    Dataset<Row> withR = rows(seed).withColumn("r", functions.callUDF("volpool_avgpool3d", functions.col("data"),
+        functions.col("shape"), functions.lit(3), functions.lit(2), functions.lit(1)));
+    Map<String, java.util.function.Supplier<Dataset<Row>>> queries = new java.util.LinkedHashMap<>();
+    for (String q : List.of("SELECT r.shape, r.data FROM (SELECT volpool_avgpool3d(data, shape, 3, 2, 1) AS r FROM vols)",
+        "SELECT volpool_avgpool3d(data, shape, 3, 2, 1).shape, volpool_avgpool3d(data, shape, 3, 2, 1).data FROM vols",
+        "SELECT r.shape, r.data FROM (SELECT volpool_avgpool3d(data, shape, 3, 2, 1) AS r FROM vols) WHERE size(r.shape) = 4")) {
+      queries.put(q, () -> spark.sql(q));
+    }
+    queries.put("withColumn(r).select(r.shape, r.data)", () -> withR.select("r.shape", "r.data"));
+    queries.put("withColumn(r).filter(r.shape).select(r.shape, r.data)",
+        () -> withR.filter("size(r.shape) = 4").select("r.shape", "r.data"));
+    // Spark's subexpression elimination often runs a repeated call once; the function must not depend on it
+    spark.conf().set("spark.sql.subexpressionElimination.enabled", "false");
+    try {
+      for (String q : queries.keySet()) {
+        long before = Volpool.RUNS.get();
+        List<Row> got = queries.get(q).get().collectAsList();
+        assertThat(got).hasSize((int) n);
+        assertThat(got.get(0).getList(0)).hasSize(4);
+        assertThat(Volpool.RUNS.get() - before).as("kernel runs for " + q).isEqualTo(n);
+      }
+    } finally {
+      spark.conf().unset("spark.sql.subexpressionElimination.enabled");
+    }
+  }
 }

@@ -63,8 +63,7 @@ public final class Backends {
           LOG.info("volpool backend: CUDA, {} device(s) visible (spark.volpool.device=gpu)", g.deviceCount());
           return g;
         } catch (CudaUnavailableException e) {
-          throw new IllegalStateException("spark.volpool.device=gpu but no usable CUDA GPU: " + e.getMessage()
-              + ". Set spark.volpool.device=auto to fall back to the CPU.", e);
+          throw new DeviceUnavailableException(e.getMessage(), null);
         }
       case "auto":
         try {
@@ -80,6 +79,20 @@ public final class Backends {
         }
       default:
         throw new IllegalArgumentException("spark.volpool.device must be auto, cpu or gpu, got '" + device + "'");
+    }
+  }
+
+  /**
+   * Fails now, on the driver, when {@code device=gpu} cannot work in this JVM: in local mode the
+   * driver is the executor, and one line beats a failed task's stack trace in every task.
+   *
+   * @throws DeviceUnavailableException saying why
+   */
+  public static void requireGpu() {
+    try (CudaBackend b = CudaBackend.create(0.5)) {
+      LOG.debug("CUDA available: {} device(s)", b.deviceCount());
+    } catch (CudaUnavailableException e) {
+      throw new DeviceUnavailableException(e.getMessage(), null);
     }
   }
 

@@ -90,7 +90,25 @@ public final class CudaBackend implements Backend {
    * @param memoryFraction share of each device's free memory that batches may take
    * @throws CudaUnavailableException saying why there is no usable GPU
    */
-  public static CudaBackend create(double memoryFraction, MemoryBudget budget) throws CudaUnavailableException {
+  public static synchronized CudaBackend create(double memoryFraction, MemoryBudget budget)
+      throws CudaUnavailableException {
+    CudaUnavailableException before = unavailable;
+    if (before != null) {
+      // CUDA cannot come back in this JVM (a failed class initialiser, a failed cuInit): the first reason, every time
+      throw new CudaUnavailableException(before.getMessage(), before);
+    }
+    try {
+      return probe(memoryFraction, budget);
+    } catch (CudaUnavailableException e) {
+      unavailable = e;
+      throw e;
+    }
+  }
+
+  /** The first reason this JVM found no usable GPU; later tries fail with it instead of a bare NoClassDefFoundError. */
+  private static volatile CudaUnavailableException unavailable;
+
+  private static CudaBackend probe(double memoryFraction, MemoryBudget budget) throws CudaUnavailableException {
     String os = System.getProperty("os.name", "") + "/" + System.getProperty("os.arch", "");
     if (!os.startsWith("Linux/") || !(os.endsWith("amd64") || os.endsWith("x86_64"))) {
       throw new CudaUnavailableException("volpool ships JCuda natives for linux-x86_64 only, this JVM runs on " + os);
@@ -104,7 +122,7 @@ public final class CudaBackend implements Backend {
             + (r == CUresult.CUDA_ERROR_NO_DEVICE ? " (no CUDA device visible to this process)" : ""));
       }
       Cuda.check(cuDriverGetVersion(v), "cuDriverGetVersion");
-    } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {
+    } catch (LinkageError e) {
       String m = String.valueOf(e.getMessage());
       String why = m.contains("libcuda.so") ? "the NVIDIA driver library libcuda.so.1 is not installed or not on the"
           + " library path" : "JCuda's native library could not be loaded: " + m.lines().findFirst().orElse(m);

@@ -33,14 +33,31 @@ public final class JobSettings {
    * Keys may be given without the {@code spark.volpool.} prefix.
    */
   public static JobSettings forTransform(Map<String, String> options) {
+    return forTransform(Map.of(), options);
+  }
+
+  /**
+   * Settings of {@link io.volpool.job.Volpool#transform}: {@code session}'s {@code spark.volpool.*}
+   * values are the defaults (the job-only keys among them ignored: the session may be a job's),
+   * {@code options} override them.
+   */
+  public static JobSettings forTransform(Map<String, String> session, Map<String, String> options) {
+    List<String> jobOnly = List.of(VolpoolOptions.INPUT.key(), VolpoolOptions.OUTPUT.key(),
+        VolpoolOptions.INPUT_FORMAT.key(), VolpoolOptions.OUTPUT_FORMAT.key(), VolpoolOptions.MODE.key());
     Map<String, String> m = new java.util.LinkedHashMap<>();
-    options.forEach((k, v) -> m.put(k.startsWith(VolpoolOptions.PREFIX) ? k : VolpoolOptions.PREFIX + k, v));
-    for (String k : List.of(VolpoolOptions.INPUT.key(), VolpoolOptions.OUTPUT.key(), VolpoolOptions.INPUT_FORMAT.key(),
-        VolpoolOptions.OUTPUT_FORMAT.key(), VolpoolOptions.MODE.key())) {
-      if (m.containsKey(k)) {
+    session.forEach((k, v) -> {
+      if (k.startsWith(VolpoolOptions.PREFIX) && !jobOnly.contains(k)) {
+        m.put(k, v);
+      }
+    });
+    Map<String, String> given = new java.util.LinkedHashMap<>();
+    options.forEach((k, v) -> given.put(k.startsWith(VolpoolOptions.PREFIX) ? k : VolpoolOptions.PREFIX + k, v));
+    for (String k : jobOnly) {
+      if (given.containsKey(k)) {
         throw new SettingsException(k + " is a setting of the job; Volpool.transform reads and returns a DataFrame");
       }
     }
+    m.putAll(given);
     return new JobSettings(m, true);
   }
 
@@ -58,8 +75,10 @@ public final class JobSettings {
         throw new SettingsException("setting " + k + " no longer exists; use " + VolpoolOptions.RENAMED.get(k));
       }
       if (!known.contains(k)) {
-        throw new SettingsException("unknown setting " + k + "; known settings: "
-            + VolpoolOptions.ALL.stream().map(ConfKey::key).sorted().collect(Collectors.joining(", ")));
+        String near = closest(k);
+        throw new SettingsException("unknown setting " + k + (near != null ? "; did you mean " + near + "?"
+            : "; known settings: " + VolpoolOptions.ALL.stream().map(ConfKey::key).sorted()
+                .collect(Collectors.joining(", "))));
       }
     }
     validate();
@@ -84,6 +103,23 @@ public final class JobSettings {
       }
     }
     return out;
+  }
+
+  /** The known key {@code key} most likely meant (same letters in another case, or a few edits away), or null. */
+  public static String closest(String key) {
+    String best = null;
+    int bestDistance = Integer.MAX_VALUE;
+    for (ConfKey k : VolpoolOptions.ALL) {
+      if (k.key().equalsIgnoreCase(key)) {
+        return k.key();
+      }
+      int d = distance(key.toLowerCase(Locale.ROOT), k.key().toLowerCase(Locale.ROOT));
+      if (d < bestDistance) {
+        bestDistance = d;
+        best = k.key();
+      }
+    }
+    return bestDistance <= 3 ? best : null;
   }
 
   static int distance(String a, String b) {
