@@ -21,6 +21,7 @@ import scala.Tuple4;
 final class Progress extends SparkListener implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Progress.class);
   static final long EVERY_MILLIS = 5_000;
+  static final int FIRST_LINES = 5;
 
   private final SparkContext sc;
   private final JobMetrics m;
@@ -46,38 +47,57 @@ final class Progress extends SparkListener implements AutoCloseable {
     thread.start();
   }
 
+  /** Volumes and bytes of finished tasks, from their end events (so never counted twice with a heartbeat's). */
+  private final long[] finished = new long[2];
+
   @Override
   public void onExecutorMetricsUpdate(SparkListenerExecutorMetricsUpdate u) {
     scala.collection.Iterator<Tuple4<Object, Object, Object, scala.collection.immutable.Seq<AccumulableInfo>>> it =
         u.accumUpdates().iterator();
     while (it.hasNext()) {
       Tuple4<Object, Object, Object, scala.collection.immutable.Seq<AccumulableInfo>> t = it.next();
-      long task = (Long) t._1();
-      long[] v = running.computeIfAbsent(task, k -> new long[2]);
-      scala.collection.Iterator<AccumulableInfo> ai = t._4().iterator();
-      while (ai.hasNext()) {
-        AccumulableInfo a = ai.next();
-        if (a.update().isEmpty() || !(a.update().get() instanceof Long val)) {
-          continue;
-        }
-        if (a.id() == m.volumesRead().id()) {
-          v[0] = val;
-        } else if (a.id() == m.bytesIn().id()) {
-          v[1] = val;
-        }
+      long[] v = counts(t._4());
+      synchronized (finished) {
+        running.put((Long) t._1(), v);
       }
     }
   }
 
   @Override
   public void onTaskEnd(SparkListenerTaskEnd e) {
-    running.remove(e.taskInfo().taskId());
+    long[] v = counts(e.taskInfo().accumulables());
+    synchronized (finished) {
+      running.remove(e.taskInfo().taskId());
+      if (e.reason() instanceof org.apache.spark.Success$) {
+        finished[0] += v[0];
+        finished[1] += v[1];
+      }
+    }
+  }
+
+  /** Volumes and bytes read in one task's accumulator values. */
+  private long[] counts(scala.collection.Seq<AccumulableInfo> infos) {
+    long[] v = new long[2];
+    scala.collection.Iterator<AccumulableInfo> ai = infos.iterator();
+    while (ai.hasNext()) {
+      AccumulableInfo a = ai.next();
+      if (a.update().isEmpty() || !(a.update().get() instanceof Long val)) {
+        continue;
+      }
+      if (a.id() == m.volumesRead().id()) {
+        v[0] = val;
+      } else if (a.id() == m.bytesIn().id()) {
+        v[1] = val;
+      }
+    }
+    return v;
   }
 
   private void loop() {
-    while (!stop) {
+    for (int line = 0; !stop; line++) {
       try {
-        Thread.sleep(EVERY_MILLIS);
+        // every second at first, so a short run shows its progress too; then every few seconds
+        Thread.sleep(line < FIRST_LINES ? 1_000 : EVERY_MILLIS);
       } catch (InterruptedException e) {
         return;
       }
@@ -87,13 +107,32 @@ final class Progress extends SparkListener implements AutoCloseable {
     }
   }
 
+  private volatile boolean done;
+
+  /** The last line, once the job's stage has ended. */
+  String finalLine() {
+    done = true;
+    return line();
+  }
+
   /** The progress line now. */
   String line() {
-    long vols = m.volumesRead().value();
-    long bytes = m.bytesIn().value();
-    for (long[] v : running.values()) {
-      vols += v[0];
-      bytes += v[1];
+    long vols;
+    long bytes;
+    if (done) {
+      // the job's accumulators hold every successful task
+      vols = m.volumesRead().value();
+      bytes = m.bytesIn().value();
+    } else {
+      synchronized (finished) {
+        // finished tasks from their end events plus running ones from their last heartbeat: each task once
+        vols = finished[0];
+        bytes = finished[1];
+        for (long[] v : running.values()) {
+          vols += v[0];
+          bytes += v[1];
+        }
+      }
     }
     double secs = Math.max(1e-9, (System.nanoTime() - started) / 1e9);
     double rate = vols / secs;

@@ -256,7 +256,7 @@ public final class VolpoolJob {
         }
         throw e;
       }
-      LOG.info(progress.line());
+      LOG.info(progress.finalLine());
       long tc = System.nanoTime();
       CommittedOutput committed = CommittedOutput.count(out.staging(), npyOut, rowsOut, conf);
       CommittedOutput.check(committed, plan, metrics, npyIn, npyOut, rowsOut, out.output().toString());

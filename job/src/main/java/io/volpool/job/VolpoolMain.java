@@ -114,7 +114,7 @@ public final class VolpoolMain {
       ignoreGpuResourcesOnLocalMaster(conf, err);
       conf.setIfMissing("spark.app.name", "volpool");
       // running tasks report their counts with each heartbeat: the driver's progress line moves every few seconds
-      conf.setIfMissing("spark.executor.heartbeatInterval", "3s");
+      conf.setIfMissing("spark.executor.heartbeatInterval", conf.get("spark.master").startsWith("local") ? "1s" : "3s");
       Map<String, String> all = new LinkedHashMap<>();
       for (Tuple2<String, String> t : conf.getAll()) {
         all.put(t._1(), t._2());

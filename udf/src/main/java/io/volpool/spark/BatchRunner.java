@@ -34,6 +34,13 @@ import org.slf4j.LoggerFactory;
  * batch back, also after a failure.
  */
 public final class BatchRunner implements TaskRun {
+  private Runnable onRead = () -> {};
+
+  @Override
+  public void onRead(Runnable listener) {
+    this.onRead = listener;
+  }
+
   private static final Logger LOG = LoggerFactory.getLogger(BatchRunner.class);
   private static final long PROGRESS_EVERY_NANOS = 30_000_000_000L;
   /** Batches a task holds at once: one on the device, one being filled. */
@@ -274,6 +281,7 @@ public final class BatchRunner implements TaskRun {
       peeked = null;
       volumesIn++;
       bytesIn += s.bytes();
+      onRead.run();
     }
   }
 
@@ -309,6 +317,7 @@ public final class BatchRunner implements TaskRun {
     peeked = null;
     volumesIn++;
     bytesIn += s.bytes();
+    onRead.run();
     bytesOut += outShape.bytes();
     slabbed++;
   }

@@ -76,12 +76,14 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
       runner = new BatchRunner(input, backend, device, spec, spec.outputGap(), budget, state.times, task);
     }
     String backendName = backend.name(device);
+    long[] reported = new long[2]; // volumes and bytes read that the accumulators already hold
+    runner.onRead(() -> progress(runner, reported));
     if (tc != null) {
       tc.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) ctx -> {
         try {
           runner.close();
         } finally {
-          report(state, runner, backendName, budget);
+          report(state, runner, backendName, budget, reported);
           TaskState.end(attempt);
         }
       });
@@ -102,6 +104,7 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
                 + " use; give executors more memory or lower spark.volpool.memory.budget", e);
           }
           state.sampleHeap();
+          progress(runner, reported);
           if (pending == null) {
             done = true;
           }
@@ -121,12 +124,24 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     };
   }
 
-  private void report(TaskState state, TaskRun runner, String backendName, MemoryBudget budget) {
-    metrics.volumesRead().add(runner.volumesIn());
+  /**
+   * Adds what was read since the last call to the accumulators as the task goes, so the values its
+   * executor sends with each heartbeat move the driver's progress line during the task.
+   */
+  private void progress(TaskRun runner, long[] reported) {
+    long v = runner.volumesIn();
+    long b = runner.bytesIn();
+    metrics.volumesRead().add(v - reported[0]);
+    metrics.bytesIn().add(b - reported[1]);
+    reported[0] = v;
+    reported[1] = b;
+  }
+
+  private void report(TaskState state, TaskRun runner, String backendName, MemoryBudget budget, long[] reported) {
+    progress(runner, reported);
     metrics.volumesWritten().add(state.volumesWritten);
     metrics.volumeStarts().add(state.volumeStarts);
     metrics.filesWritten().add(state.filesWritten);
-    metrics.bytesIn().add(runner.bytesIn());
     metrics.bytesOut().add(runner.bytesOut());
     metrics.batches().add(runner.batches());
     metrics.slabbedVolumes().add(runner.slabbedVolumes());

@@ -27,6 +27,13 @@ import org.slf4j.LoggerFactory;
  * slab's windows and one output row, never the volume. Not thread-safe: one task thread drives it.
  */
 public final class SlabVolumes implements TaskRun {
+  private Runnable onRead = () -> {};
+
+  @Override
+  public void onRead(Runnable listener) {
+    this.onRead = listener;
+  }
+
   private static final Logger LOG = LoggerFactory.getLogger(SlabVolumes.class);
 
   private final List<PlaneVolume> volumes;
@@ -116,6 +123,7 @@ public final class SlabVolumes implements TaskRun {
     VolumeSource first = input.firstRow(v);
     src = input.open(v);
     bytesIn += v.bytes();
+    onRead.run();
     run = cpu.startSlabs(plan, planes, src, new RowCutter(first, out, rowPlanes), times);
     LOG.info("{}: volume id={} {} -> {} in {} rows, slabs of {} output planes ({} of buffers), output rows of {} planes",
         task, v.id(), v.shape(), out, v.rows().size(), run.planes(), MemoryBudget.mib(run.bytes()), rowPlanes);

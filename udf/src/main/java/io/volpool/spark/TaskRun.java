@@ -18,6 +18,9 @@ public interface TaskRun extends AutoCloseable {
 
   long batches();
 
+  /** Called after each volume read (in the task's thread), so the task can report its progress as it goes. */
+  void onRead(Runnable listener);
+
   /** Volumes run in slabs. */
   default long slabbedVolumes() {
     return 0;
