@@ -14,6 +14,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cmd=${1:?usage}; dir=${2:?usage}
 java=${JAVA:-java}
 [ -x /tmp/stage/jre/bin/java ] && [ -z "${JAVA:-}" ] && java=/tmp/stage/jre/bin/java
+# workers start executors with $JAVA_HOME/bin/java (else `java` on PATH, which the GPU machine lacks):
+# give them the Java this script runs
+java_bin=$(readlink -f "$(command -v "$java")") || { echo "standalone-cluster.sh: no java at '$java'" >&2; exit 1; }
+export JAVA_HOME=${java_bin%/bin/java}
 lib=${SPARK_LIB:-$root/job/target/lib}
 [ -d "$lib" ] || lib=/tmp/stage/lib
 cp=$(ls "$lib"/*.jar | grep -v -e '/volpool-' -e '/jcuda' -e console-standalone -e assertj | tr '\n' ':')

@@ -16,7 +16,9 @@ import org.slf4j.LoggerFactory;
  * Fails a job on a cluster that never starts a task: when no executor with the requested resources
  * registers (a GPU request on workers without GPUs), Spark waits forever, logging "Initial job has
  * not accepted any resources". After {@code timeoutSeconds} without a task this cancels the job and
- * says what was requested and what the cluster offered. Started and closed by {@link VolpoolJob}.
+ * says what was requested and what the cluster offered. When executors are launched but end before
+ * they register ({@link ExecutorExits}), it fails as soon as a few have, saying so and where their
+ * errors are. Started and closed by {@link VolpoolJob}.
  */
 final class ResourceWatch extends SparkListener implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ResourceWatch.class);
@@ -27,10 +29,14 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
   private final AtomicBoolean fired = new AtomicBoolean();
   private final List<String> offered = new ArrayList<>();
   private final Thread thread;
+  private final ExecutorExits exits;
+  /** Executors that ended before any registered: this many and the job fails without waiting for the timeout. */
+  static final int EXITS_BEFORE_FAILING = 3;
 
   ResourceWatch(SparkContext sc, long timeoutSeconds) {
     this.sc = sc;
     this.timeoutMillis = timeoutSeconds * 1000;
+    this.exits = ExecutorExits.listen();
     sc.addSparkListener(this);
     thread = new Thread(this::watch, "volpool-resource-watch");
     thread.setDaemon(true);
@@ -51,9 +57,16 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
     }
   }
 
+  /** True while no executor ever registered but at least {@link #EXITS_BEFORE_FAILING} ended. */
+  private boolean executorsDieAtStart() {
+    synchronized (offered) {
+      return offered.isEmpty() && exits.removals().size() >= EXITS_BEFORE_FAILING;
+    }
+  }
+
   private void watch() {
     long until = System.currentTimeMillis() + timeoutMillis;
-    while (!started.get() && System.currentTimeMillis() < until) {
+    while (!started.get() && System.currentTimeMillis() < until && !executorsDieAtStart()) {
       try {
         Thread.sleep(500);
       } catch (InterruptedException e) {
@@ -61,8 +74,17 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
       }
     }
     if (!started.get() && fired.compareAndSet(false, true)) {
-      LOG.error("volpool: no task started within {} s; cancelling the job", timeoutMillis / 1000);
-      sc.cancelAllJobs();
+      LOG.error("volpool: no task started{}; cancelling the job", executorsDieAtStart()
+          ? ": " + exits.removals().size() + " executors ended as they started" : " within " + timeoutMillis / 1000 + " s");
+      // the job may not be submitted yet (executors can die before it is): cancel until this watch is closed
+      while (true) {
+        sc.cancelAllJobs();
+        try {
+          Thread.sleep(500);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
     }
   }
 
@@ -81,6 +103,16 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
     synchronized (offered) {
       seen = offered.isEmpty() ? "no executor registered at all" : String.join("; ", offered);
     }
+    List<String> died = exits.removals();
+    if (offered.isEmpty() && !died.isEmpty()) {
+      // executors were launched and ended before registering: the cluster has the resources, the executor cannot start
+      return new ClusterResourceException("no task could start on " + sc.master() + ": " + died.size() + " executor(s)"
+          + " ended as they started, none registered (last: " + died.get(died.size() - 1) + "). Each executor's own"
+          + " error is in its worker's work folder (the worker's --work-dir or SPARK_WORKER_DIR, default"
+          + " SPARK_HOME/work): " + sc.applicationId() + "/<executor id>/stderr. Common causes: no Java for the workers"
+          + " (set JAVA_HOME in their environment), a JVM option or module that Java lacks"
+          + " (spark.executor.extraJavaOptions; Spark 4 executors need jdk.incubator.vector), too little memory");
+    }
     return new ClusterResourceException("no task could start on " + sc.master() + " within " + timeoutMillis / 1000
         + " s: the job asks for " + requested + " and the cluster offered: " + seen + ". Workers without GPUs cannot"
         + " run GPU executors: check the workers' GPU discovery (spark.worker.resource.gpu.discoveryScript, e.g."
@@ -92,6 +124,7 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
   public void close() {
     thread.interrupt();
     sc.removeSparkListener(this);
+    exits.close();
   }
 
   /** The cluster never gave the job an executor it could run on. */

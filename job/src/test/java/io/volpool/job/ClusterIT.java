@@ -126,4 +126,35 @@ class ClusterIT {
     assertThat(status.get("status")).isEqualTo("failed");
     assertThat(status.get("exit_code")).isEqualTo(1);
   }
+
+  @Test
+  void executorsThatDieAsTheyStartAreNamedWithWhereTheirErrorsAre(@TempDir Path tmp) throws Exception {
+    Path out = tmp.resolve("dead-out");
+    int[] code = new int[1];
+    long t0 = System.nanoTime();
+    // a module the executor's Java lacks (as the GPU machine's runtime once lacked jdk.incubator.vector):
+    // every executor the workers launch exits at once, unregistered
+    String log = submit(tmp.resolve("dead.log"), code,
+        "spark.volpool.input=" + JobEndToEndTest.SEED.dir().resolve("volumes_binary.parquet"),
+        "spark.volpool.output=" + out, "spark.volpool.fused.weights=" + JobEndToEndTest.SEED.model(),
+        "spark.volpool.device=cpu", "spark.volpool.output.sharedFilesystem=true",
+        "spark.executor.extraJavaOptions=--add-modules=jdk.volpool.nosuchmodule", "spark.volpool.cluster.resourceTimeout=120");
+    long secs = (System.nanoTime() - t0) / 1_000_000_000L;
+    assertThat(code[0]).as(log).isEqualTo(VolpoolMain.EXIT_FAILED);
+    assertThat(log).contains("volpool: FAILED: no task could start on spark://127.0.0.1:" + port + ": ")
+        .contains("executor(s) ended as they started, none registered (last: Executor app-")
+        .contains(" removed: Command exited with code 1").contains("/<executor id>/stderr")
+        .doesNotContain("no executor registered at all");
+    assertThat(secs).as("fails once a few executors died, not after the 120 s timeout").isLessThan(100);
+    // and the error named is really there: the executor's stderr in the worker's work folder
+    String appId = log.replaceAll("(?s).*ended as they started.*?(app-[0-9-]+)/<executor id>.*", "$1");
+    String stderr;
+    try (Stream<Path> s = Files.walk(dir)) {
+      Path first = s.filter(p -> p.toString().contains(appId) && p.getFileName().toString().equals("stderr"))
+          .findFirst().orElseThrow();
+      stderr = Files.readString(first);
+    }
+    assertThat(stderr).contains("jdk.volpool.nosuchmodule");
+    assertThat(out).doesNotExist();
+  }
 }
