@@ -2,7 +2,10 @@
 # Runs on the GPU machine (see docs/gpu-testing.md), after the staged parts are unpacked into
 # /tmp/stage. Modes: tests (udf GPU tests), jobtests (the job's tests with device=gpu), bench (GPU
 # and CPU benchmarks beside PyTorch's anchors), e2e (the whole job on 8192 sample volumes, GPU and
-# CPU), profile (Nsight Compute on the fast kernels), all (tests + bench). Logs go to $OUT.
+# CPU), datapath (the host loop, then scripts/bench-datapath.sh: the job beside Spark's own copy and
+# the bare page reader on /dev/shm), multigpu (scripts/bench-multigpu.sh: one GPU against two, as two
+# standalone workers and as one executor), profile (Nsight Compute on the fast kernels), all (tests +
+# bench). Logs go to $OUT.
 set -uo pipefail
 what=${1:-all}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

@@ -63,6 +63,25 @@ class CrashTest {
     }
   }
 
+  /** Tasks committed into the staging folder of {@code out} (FileOutputCommitter: _temporary/0/task_*). */
+  static int committedTasks(Path out) throws Exception {
+    int n = 0;
+    try (Stream<Path> s = Files.list(out.getParent())) {
+      for (Path staging : s.filter(p -> p.getFileName().toString().startsWith("." + out.getFileName() + ".volpool-staging-")
+          && Files.isDirectory(p)).toList()) {
+        Path attempts = staging.resolve("_temporary/0");
+        if (Files.isDirectory(attempts)) {
+          try (Stream<Path> t = Files.list(attempts)) {
+            n += (int) t.filter(p -> p.getFileName().toString().startsWith("task_")).count();
+          }
+        }
+      }
+    } catch (java.nio.file.NoSuchFileException e) {
+      return 0; // the parent is made when the run starts
+    }
+    return n;
+  }
+
   static List<String> leftovers(Path parent) throws Exception {
     try (Stream<Path> s = Files.list(parent)) {
       return s.map(p -> p.getFileName().toString()).filter(n -> n.contains("volpool-staging") || n.contains("volpool-commit")).toList();
@@ -84,12 +103,25 @@ class CrashTest {
       // no old output: what is there after the kill is what the killed run left
       deleteTree(out);
       ChildJvm.Child run = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("kill" + k + ".log"));
-      long at = 1500 + r.nextLong(Math.max(1, millis));
-      Thread.sleep(at);
+      long started = System.nanoTime();
+      // the kill lands at a known point: once a task has committed into the staging folder (mid-run),
+      // then, the second time, a little later still
+      while (committedTasks(out) == 0) {
+        assertThat(run.process().isAlive()).as("the run ended before any task committed: no kill point; "
+            + run.output()).isTrue();
+        assertThat(System.nanoTime() - started).as("no task committed within 300 s").isLessThan(300_000_000_000L);
+        Thread.sleep(10);
+      }
+      long later = k == 0 ? 0 : r.nextLong(300);
+      Thread.sleep(later);
+      int tasks = committedTasks(out);
+      assertThat(run.process().isAlive()).as("the run is still running at the kill").isTrue();
+      assertThat(out).as("the output is not in place before the kill").doesNotExist();
       run.process().destroyForcibly().waitFor();
       Map<String, String> got = npy ? npyChecksum(out) : parquetChecksum(out);
-      System.out.println("crash test: killed after " + at + " ms: output " + (got == null ? "absent" : "complete"));
-      assertThat(got == null || got.equals(want)).as("after a kill at %d ms the output is absent or complete", at).isTrue();
+      System.out.println("crash test: killed " + later + " ms after the first task commit, with " + tasks
+          + " task(s) committed: output " + (got == null ? "absent" : "complete"));
+      assertThat(got).as("after a kill mid-run the output is absent").isNull();
       ChildJvm.Child rerun = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("rerun" + k + ".log"));
       assertThat(rerun.waitFor(300)).as(rerun.output()).isZero();
       assertThat(npy ? npyChecksum(out) : parquetChecksum(out)).as("rerun after the kill").isEqualTo(want);

@@ -272,4 +272,20 @@ class HardeningTest {
     assertThat(c.output()).contains("volpool: WARNING: ignoring spark.executor.resource.gpu.amount=1, ")
         .contains("spark.task.resource.gpu.amount=0.125 on the local master local[2]").contains("are for clusters");
   }
+
+  // 1, at the commit: two volumes under one id in the committed files are counted as the reader sees them
+  @Test
+  void theCommitCountsVolumesAcrossRowsByIdAsAReaderWould(@TempDir Path tmp) throws Exception {
+    VolumeShape s = new VolumeShape(1, 4, 8, 8);
+    VolumesAcrossRowsTest.write(tmp.resolve("staging/part-0.parquet"), List.of(
+        new VolumesAcrossRowsTest.Part("same", 1, s, 0, 4), new VolumesAcrossRowsTest.Part("other", 2, s, 0, 2),
+        new VolumesAcrossRowsTest.Part("other", 2, s, 2, 4), new VolumesAcrossRowsTest.Part("same", 3, s, 0, 4)),
+        CompressionCodecName.UNCOMPRESSED);
+    io.volpool.job.io.CommittedOutput c = io.volpool.job.io.CommittedOutput.count(
+        new org.apache.hadoop.fs.Path(tmp.resolve("staging").toUri()), false, true, new org.apache.hadoop.conf.Configuration());
+    assertThat(c.files()).isEqualTo(1);
+    assertThat(c.rows()).isEqualTo(4);
+    assertThat(c.volumes()).as("distinct ids with a row at plane 0").isEqualTo(2);
+    assertThat(c.repeatedStart()).isEqualTo("same");
+  }
 }

@@ -138,7 +138,8 @@ class ParserFuzzTest {
     List<byte[]> seeds = npySeeds();
     Map<String, String> accepted = new LinkedHashMap<>();
     long[] runSeeds = Arrays.copyOf(SEEDS, SEEDS.length + 1);
-    runSeeds[SEEDS.length] = seed();
+    long random = seed();
+    runSeeds[SEEDS.length] = random;
     int perSeed = MUTATIONS / runSeeds.length + 1;
     long t0 = System.nanoTime();
     for (long s : runSeeds) {
@@ -176,8 +177,9 @@ class ParserFuzzTest {
       System.out.println("fuzz: numpy not available; accepted .npy mutants were not compared with numpy");
     }
     System.out.println("fuzz .npy: " + c);
-    assertThat(c.mutations).isGreaterThanOrEqualTo(MUTATIONS);
-    assertThat(c.other).as("neither rejected with TensorFormatException nor read as numpy reads it").isEmpty();
+    assertThat(c.mutations).as("replay with -Dvolpool.fuzz.seed=" + random).isGreaterThanOrEqualTo(MUTATIONS);
+    assertThat(c.other).as("neither rejected with TensorFormatException nor read as numpy reads it (replay this whole"
+        + " run with -Dvolpool.fuzz.seed=" + random + ")").isEmpty();
   }
 
   /** The header of a .npy mutant as a Java string literal would write it, for the failure message. */
@@ -366,7 +368,8 @@ class ParserFuzzTest {
     Counts c = new Counts();
     List<byte[]> seeds = safetensorSeeds();
     long[] runSeeds = Arrays.copyOf(SEEDS, SEEDS.length + 1);
-    runSeeds[SEEDS.length] = seed();
+    long random = seed();
+    runSeeds[SEEDS.length] = random;
     int perSeed = MUTATIONS / runSeeds.length + 1;
     for (long s : runSeeds) {
       SplittableRandom r = new SplittableRandom(s);
@@ -404,7 +407,8 @@ class ParserFuzzTest {
       }
     }
     System.out.println("fuzz safetensors: " + c);
-    assertThat(c.mutations).isGreaterThanOrEqualTo(MUTATIONS);
-    assertThat(c.other).as("neither rejected nor read as the format's rules read it").isEmpty();
+    assertThat(c.mutations).as("replay with -Dvolpool.fuzz.seed=" + random).isGreaterThanOrEqualTo(MUTATIONS);
+    assertThat(c.other).as("neither rejected nor read as the format's rules read it (replay this whole run with"
+        + " -Dvolpool.fuzz.seed=" + random + ")").isEmpty();
   }
 }

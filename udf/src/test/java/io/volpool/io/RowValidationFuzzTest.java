@@ -78,13 +78,17 @@ class RowValidationFuzzTest {
     return new Row("r" + i, shape, dtype, data);
   }
 
+  /** Rows per run: {@code -Dvolpool.fuzz.rows=N} for a deeper search. */
+  static final int ROWS = Integer.getInteger("volpool.fuzz.rows", 10_000);
+
   @Test
   void everyRowIsRejectedWhenTheRulesSaySoAndReadExactlyOtherwise(@TempDir Path tmp) throws Exception {
     long seed = Long.getLong("volpool.fuzz.seed", System.nanoTime());
-    System.out.println("fuzz rows: random seed " + seed);
+    String replay = "replay with -Dvolpool.fuzz.seed=" + seed + " -Dvolpool.fuzz.rows=" + ROWS;
+    System.out.println("fuzz rows: random seed " + seed + " (" + replay + ")");
     SplittableRandom r = new SplittableRandom(seed);
     List<Row> rows = new ArrayList<>();
-    for (int i = 0; i < 10_000; i++) {
+    for (int i = 0; i < ROWS; i++) {
       rows.add(random(r, i));
     }
     Path file = tmp.resolve("rows.parquet");
@@ -149,9 +153,9 @@ class RowValidationFuzzTest {
       }
       assertThat(in.next(PageGate.UNLIMITED)).isNull();
     }
-    System.out.println("fuzz rows: 10000 rows: " + rejected + " rejected, " + read + " read exactly, " + wrong.size()
+    System.out.println("fuzz rows: " + ROWS + " rows: " + rejected + " rejected, " + read + " read exactly, " + wrong.size()
         + " other");
-    assertThat(wrong).isEmpty();
-    assertThat(read).as("the mix has valid rows").isGreaterThan(1000);
+    assertThat(wrong).as(replay).isEmpty();
+    assertThat(read).as("the mix has valid rows (" + replay + ")").isGreaterThan(ROWS / 10);
   }
 }

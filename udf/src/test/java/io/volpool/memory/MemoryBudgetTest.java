@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -47,7 +46,16 @@ class MemoryBudgetTest {
       got.countDown();
     });
     t.start();
-    assertThat(got.await(300, TimeUnit.MILLISECONDS)).as("must wait while 900 of 1000 are held").isFalse();
+    // the waiter must really be inside acquire, waiting on the budget, before we check that it waits
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (t.getState() != Thread.State.TIMED_WAITING && t.getState() != Thread.State.WAITING) {
+      assertThat(System.nanoTime()).as("the waiter never started waiting").isLessThan(deadline);
+      Thread.sleep(1);
+    }
+    assertThat(got.getCount()).as("must wait while 900 of 1000 are held").isEqualTo(1);
+    Thread.sleep(150); // past the budget's own 100 ms recheck: still waiting
+    assertThat(got.getCount()).as("must still wait after a recheck").isEqualTo(1);
+    assertThat(t.isAlive()).isTrue();
     b.release(400, MemoryBudget.Use.BATCHES);
     assertThat(got.await(5, TimeUnit.SECONDS)).isTrue();
     t.join();
@@ -83,9 +91,15 @@ class MemoryBudgetTest {
     assertThat(pool.take(300L, false, () -> "other size")).isNotNull();
     assertThat(freed.get()).as("idle 400-byte buffers dropped for the 300-byte one").isEqualTo(2);
     assertThat(b.used()).isEqualTo(300);
-    AtomicBoolean closed = new AtomicBoolean();
+    byte[] d = pool.take(300L, false, () -> "d");
+    pool.give(300L, d);
+    assertThat(b.used()).as("one 300-byte buffer in use, one idle").isEqualTo(600);
     pool.close();
-    closed.set(true);
-    assertThat(closed).isTrue();
+    assertThat(freed.get()).as("close frees the idle buffer").isEqualTo(3);
+    assertThat(b.used()).as("the buffer still out is still counted").isEqualTo(300);
+    pool.give(300L, new byte[300]);
+    assertThat(freed.get()).as("a buffer given back after close is freed, not kept").isEqualTo(4);
+    assertThat(b.used()).isZero();
+    assertThatThrownBy(() -> pool.take(300L, false, () -> "after close")).isInstanceOf(IllegalStateException.class);
   }
 }
