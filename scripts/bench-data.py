@@ -2,22 +2,27 @@
 as a PyTorch user would (pyarrow defaults unless told otherwise).
 
   python3 scripts/bench-data.py DIR COUNT FILES [--compression snappy|zstd|none] [--row-group 128] [--no-dictionary]
+                                [--jobs N]   (files written by N processes at once; default 1)
 
 Volume i is numpy.random.default_rng(i).random(shape, float32): deterministic, random-looking (incompressible).
 """
 import argparse, os
+from multiprocessing import Pool
 import numpy as np, pyarrow as pa, pyarrow.parquet as pq
 
 ap = argparse.ArgumentParser()
 ap.add_argument("dir"); ap.add_argument("count", type=int); ap.add_argument("files", type=int)
 ap.add_argument("--compression", default="snappy"); ap.add_argument("--row-group", type=int, default=128)
 ap.add_argument("--no-dictionary", action="store_true")
+ap.add_argument("--jobs", type=int, default=1)
 a = ap.parse_args()
 os.makedirs(a.dir, exist_ok=True)
 shape = [3, 16, 32, 32]
 per = a.count // a.files
 base = np.random.default_rng(0).random((64, *shape), dtype=np.float32)
-for f in range(a.files):
+
+
+def write(f):
     ids, datas = [], []
     for i in range(f * per, (f + 1) * per):
         # 64 random volumes, each shifted by its index: distinct values per volume, cheap to make
@@ -27,4 +32,8 @@ for f in range(a.files):
                   "data": pa.array(datas, pa.binary())})
     pq.write_table(t, f"{a.dir}/part-{f:04d}.parquet", compression=a.compression, row_group_size=a.row_group,
                    use_dictionary=not a.no_dictionary)
+
+
+with Pool(a.jobs) as p:
+    p.map(write, range(a.files))
 print(f"wrote {per * a.files} volumes in {a.files} files to {a.dir} ({a.compression})")
