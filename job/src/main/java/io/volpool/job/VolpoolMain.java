@@ -130,7 +130,9 @@ public final class VolpoolMain {
           org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf));
       // a session that already exists (an embedding application, a test suite) is used and left running
       boolean ours = SparkSession.getDefaultSession().isEmpty() && SparkSession.getActiveSession().isEmpty();
-      SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
+      // an existing session is used as it is: the builder would copy this run's settings into its conf, where they
+      // would outlive the run (Volpool.transform takes the session's spark.volpool.* as its defaults)
+      SparkSession spark = ours ? SparkSession.builder().config(conf).getOrCreate() : SparkSession.active();
       try {
         RunSummary summary = VolpoolJob.run(spark, settings);
         out.print(summary.toText());

@@ -181,7 +181,8 @@ class VolumesAcrossRowsTest {
     SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", out.toString(),
         "pipeline", "avgpool3d", "memory.budget", "96m", "output.rowBytes", "1m", "device", "cpu"));
     assertThat(r.code()).as(r.err()).isZero();
-    assertThat(r.out()).contains("volumes       10 in").contains("2 slabbed (rows of 2 volumes stored across rows)");
+    assertThat(r.out()).contains("volumes       2 in, 2 out").contains("2 slabbed")
+        .contains("rows          10 in, ").contains("(the input holds 2 volumes stored across rows)");
     Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
     Map<String, VolumeShape> outShapes = Map.of("a", p.outputShape(a), "b", p.outputShape(b));
     Map<String, float[]> got = readOutput(out, outShapes);
@@ -253,7 +254,8 @@ class VolumesAcrossRowsTest {
     SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", out.toString(),
         "pipeline", "avgpool3d", "memory.budget", "256m", "output.rowBytes", "16m", "device", "cpu"));
     assertThat(r.code()).as(r.err()).isZero();
-    assertThat(r.out()).contains("volumes       64 in, 19 out").contains("2304.0 MiB in, 288.0 MiB out");
+    assertThat(r.out()).contains("volumes       1 in, 1 out").contains("rows          64 in, 19 out")
+        .contains("2304.0 MiB in, 288.0 MiB out");
     Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
     VolumeShape o = p.outputShape(big);
     float[] y = readOutput(out, Map.of("big", o)).get("big");
@@ -310,7 +312,7 @@ class VolumesAcrossRowsTest {
           "pipeline", "avgpool3d", "output.layout", "rows", "output.rowBytes", "1m", "memory.budget", budget,
           "device", "cpu"));
       assertThat(r.code()).as(r.err()).isZero();
-      assertThat(r.out()).contains("volumes       2 in, 4 out");
+      assertThat(r.out()).contains("volumes       2 in, 2 out").contains("rows          2 in, 4 out");
       if (budget.equals("16m")) {
         assertThat(r.out()).contains("1 slabbed");
       }
