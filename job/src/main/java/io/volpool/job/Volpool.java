@@ -3,7 +3,7 @@ package io.volpool.job;
 import io.volpool.cpu.CpuBackend;
 import io.volpool.format.SafeTensors;
 import io.volpool.job.config.JobSettings;
-import io.volpool.job.config.SettingsException;
+import io.volpool.conf.SettingsException;
 import io.volpool.op.AvgPool3dSpec;
 import io.volpool.op.FusedModel;
 import io.volpool.op.FusedOp;
@@ -86,7 +86,7 @@ public final class Volpool {
     scala.collection.Iterator<scala.Tuple2<String, String>> it = spark.conf().getAll().iterator();
     while (it.hasNext()) {
       scala.Tuple2<String, String> kv = it.next();
-      if (kv._1().startsWith(io.volpool.job.config.VolpoolOptions.PREFIX)) {
+      if (kv._1().startsWith(io.volpool.conf.VolpoolOptions.PREFIX)) {
         m.put(kv._1(), kv._2());
       }
     }

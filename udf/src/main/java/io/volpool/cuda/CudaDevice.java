@@ -1,5 +1,6 @@
 package io.volpool.cuda;
 
+import io.volpool.conf.VolpoolOptions;
 import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuDeviceGet;
 import static jcuda.driver.JCudaDriver.cuDeviceGetAttribute;
@@ -66,7 +67,7 @@ final class CudaDevice implements AutoCloseable {
     byte[] image = loadImage();
     Cuda.check(cuModuleLoadData(module, image), "cuModuleLoadData(" + FATBIN + " on " + name + ")");
     long free = memInfo()[0];
-    this.memory = new MemoryBudget(Math.max(64L << 20, (long) (free * memoryFraction)), "spark.volpool.gpu.memoryFraction",
+    this.memory = new MemoryBudget(Math.max(64L << 20, (long) (free * memoryFraction)), VolpoolOptions.GPU_MEMORY_FRACTION.key(),
         "GPU memory of cuda:" + ordinal + " (" + name + ")");
     this.slots = new BufferPool<>(memory, new BufferPool.Allocator<>() {
       @Override

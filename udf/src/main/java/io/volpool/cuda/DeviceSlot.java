@@ -1,5 +1,6 @@
 package io.volpool.cuda;
 
+import io.volpool.conf.VolpoolOptions;
 import static jcuda.driver.JCudaDriver.cuEventCreate;
 import static jcuda.driver.JCudaDriver.cuEventDestroy;
 import static jcuda.driver.JCudaDriver.cuMemAlloc;
@@ -68,7 +69,7 @@ final class DeviceSlot {
           if (r != 0) {
             throw new CudaException("cuMemAlloc(" + CudaExecutor.mib(b) + " for batch buffer " + i + ") on " + device.name
                 + " (device " + device.ordinal + ", " + CudaExecutor.mib(device.memInfo()[0]) + " free) failed with code "
-                + r + "; lower spark.volpool.gpu.memoryFraction or spark.volpool.batchSize, or another process uses the GPU", r);
+                + r + ("; lower " + VolpoolOptions.GPU_MEMORY_FRACTION.key() + " or " + VolpoolOptions.BATCH_SIZE.key() + ", or another process uses the GPU"), r);
           }
           buffers[i] = p;
         }

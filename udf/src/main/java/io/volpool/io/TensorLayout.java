@@ -1,5 +1,6 @@
 package io.volpool.io;
 
+import io.volpool.conf.VolpoolOptions;
 import io.volpool.op.VolumeShape;
 import java.io.Serializable;
 import java.util.ArrayList;
@@ -98,12 +99,12 @@ public final class TensorLayout implements Serializable {
         throw new IllegalArgumentException("cannot find the tensors in the input: expected a binary 'data' column"
             + " (with 'shape' and 'dtype') or exactly one list<float> column, found " + candidates.size()
             + " list<float> columns " + candidates + " in schema " + oneLine(schema)
-            + "; name one with spark.volpool.input.tensorColumn");
+            + ("; name one with " + VolpoolOptions.INPUT_TENSOR_COLUMN.key()));
       }
       tensorColumn = candidates.get(0);
     }
     if (!schema.containsField(tensorColumn)) {
-      throw new IllegalArgumentException("spark.volpool.input.tensorColumn='" + tensorColumn + "' is not a column of the input ("
+      throw new IllegalArgumentException((VolpoolOptions.INPUT_TENSOR_COLUMN.key() + "='") + tensorColumn + "' is not a column of the input ("
           + oneLine(schema) + ")");
     }
     ColumnDescriptor leaf = listLeaf(schema, tensorColumn);
@@ -113,7 +114,7 @@ public final class TensorLayout implements Serializable {
     }
     if (fixedShape == null) {
       throw new IllegalArgumentException("tensor column '" + tensorColumn + "' holds flat float lists and the input has no"
-          + " arrow.fixed_shape_tensor metadata giving their shape; set spark.volpool.input.tensorShape=C,D,H,W");
+          + (" arrow.fixed_shape_tensor metadata giving their shape; set " + VolpoolOptions.INPUT_TENSOR_SHAPE.key() + "=C,D,H,W"));
     }
     return new TensorLayout(schema, tensorColumn, fixedShape);
   }

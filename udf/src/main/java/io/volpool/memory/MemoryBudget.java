@@ -1,5 +1,6 @@
 package io.volpool.memory;
 
+import io.volpool.conf.VolpoolOptions;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Supplier;
@@ -18,7 +19,7 @@ import java.util.function.Supplier;
  */
 public final class MemoryBudget {
   /** The setting that sizes the budget, named in errors. */
-  public static final String SETTING = "spark.volpool.memory.budget";
+  public static final String SETTING = VolpoolOptions.MEMORY_BUDGET.key();
 
   /** What the bytes are for. */
   public enum Use {
@@ -134,7 +135,7 @@ public final class MemoryBudget {
       throw new MemoryBudgetException(what.get() + " needs " + mib(bytes) + " of " + kind + " at once, but the"
           + " budget admits at most " + mib(maxRequest()) + " per request (half of " + setting + "=" + mib(limit)
           + "); raise " + setting + " (and the memory behind it) to at least " + mib(2 * bytes)
-          + ", or lower spark.volpool.batchSize", bytes, limit);
+          + (", or lower " + VolpoolOptions.BATCH_SIZE.key()), bytes, limit);
     }
     while (!fits(bytes, use)) {
       for (Runnable e : evictors) {

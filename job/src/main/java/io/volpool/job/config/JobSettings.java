@@ -1,5 +1,9 @@
 package io.volpool.job.config;
 
+import io.volpool.conf.ConfKey;
+import io.volpool.conf.SettingsException;
+import io.volpool.conf.VolpoolOptions;
+
 import io.volpool.op.AvgPool3dSpec;
 import io.volpool.op.VolumeShape;
 import java.util.ArrayList;
@@ -98,8 +102,8 @@ public final class JobSettings {
       int dot = rest.indexOf('.');
       String first = (dot < 0 ? rest : rest.substring(0, dot)).toLowerCase(Locale.ROOT);
       if (!first.equals("volpool") && distance(first, "volpool") <= 2) {
-        out.add("setting " + k + " looks like a volpool setting but is not one (spark.volpool.*); Spark ignores it."
-            + " Did you mean spark.volpool." + (dot < 0 ? "" : rest.substring(dot + 1)) + "?");
+        out.add("setting " + k + (" looks like a volpool setting but is not one (" + VolpoolOptions.PREFIX + "*); Spark ignores it.")
+            + (" Did you mean " + VolpoolOptions.PREFIX) + (dot < 0 ? "" : rest.substring(dot + 1)) + "?");
       }
     }
     return out;
@@ -109,7 +113,7 @@ public final class JobSettings {
   public static String closest(String key) {
     String best = null;
     int bestDistance = Integer.MAX_VALUE;
-    for (ConfKey k : VolpoolOptions.ALL) {
+    for (ConfKey<?> k : VolpoolOptions.ALL) {
       if (k.key().equalsIgnoreCase(key)) {
         return k.key();
       }
@@ -175,58 +179,16 @@ public final class JobSettings {
     }
   }
 
-  private String raw(ConfKey k) {
-    String v = values.get(k.key());
-    return v == null || v.isEmpty() ? k.defaultValue() : v;
+  private String raw(ConfKey<?> k) {
+    return k.raw(values);
   }
 
-  private String required(ConfKey k) {
-    String v = raw(k);
+  private <T> T required(ConfKey<T> k) {
+    T v = k.get(values);
     if (v == null) {
       throw new SettingsException("missing required setting " + k.key() + ": " + k.doc());
     }
     return v;
-  }
-
-  private String oneOf(ConfKey k, String... allowed) {
-    String v = raw(k).toLowerCase(Locale.ROOT);
-    if (!Arrays.asList(allowed).contains(v)) {
-      throw new SettingsException(k.key() + " must be one of " + String.join(", ", allowed) + ", got '" + raw(k) + "'");
-    }
-    return v;
-  }
-
-  private int integer(ConfKey k, int min) {
-    return integer(k, min, Integer.MAX_VALUE);
-  }
-
-  private int integer(ConfKey k, int min, int max) {
-    String v = raw(k);
-    int i;
-    try {
-      i = Integer.parseInt(v);
-    } catch (NumberFormatException e) {
-      throw new SettingsException(k.key() + " must be an integer, got '" + v + "'");
-    }
-    if (i < min) {
-      throw new SettingsException(k.key() + " must be at least " + min + ", got " + i);
-    }
-    if (i > max) {
-      throw new SettingsException(k.key() + " must be at most " + max + ", got " + i);
-    }
-    return i;
-  }
-
-  private OptionalInt optionalInt(ConfKey k, int min) {
-    return raw(k) == null ? OptionalInt.empty() : OptionalInt.of(integer(k, min));
-  }
-
-  private boolean bool(ConfKey k) {
-    String v = raw(k).toLowerCase(Locale.ROOT);
-    if (!v.equals("true") && !v.equals("false")) {
-      throw new SettingsException(k.key() + " must be true or false, got '" + raw(k) + "'");
-    }
-    return v.equals("true");
   }
 
   public String input() {
@@ -238,22 +200,23 @@ public final class JobSettings {
   }
 
   public String inputFormat() {
-    return oneOf(VolpoolOptions.INPUT_FORMAT, "parquet", "npy");
+    return VolpoolOptions.INPUT_FORMAT.get(values);
   }
 
   public String outputFormat() {
-    return raw(VolpoolOptions.OUTPUT_FORMAT) == null ? inputFormat() : oneOf(VolpoolOptions.OUTPUT_FORMAT, "parquet", "npy");
+    String f = VolpoolOptions.OUTPUT_FORMAT.get(values);
+    return f == null ? inputFormat() : f;
   }
 
   /** The Parquet codec name Spark takes ({@code none} becomes {@code uncompressed}). */
   public String outputCompression() {
-    String c = oneOf(VolpoolOptions.OUTPUT_COMPRESSION, "none", "snappy", "zstd", "gzip", "lz4");
+    String c = VolpoolOptions.OUTPUT_COMPRESSION.get(values);
     return c.equals("none") ? "uncompressed" : c;
   }
 
   /** {@code auto}, {@code rows} or {@code volume}: how Parquet output holds volumes (see {@link VolpoolOptions#OUTPUT_LAYOUT}). */
   public String outputLayout() {
-    return oneOf(VolpoolOptions.OUTPUT_LAYOUT, "auto", "rows", "volume");
+    return VolpoolOptions.OUTPUT_LAYOUT.get(values);
   }
 
   public String tensorColumn() {
@@ -280,11 +243,11 @@ public final class JobSettings {
   }
 
   private String mode() {
-    return oneOf(VolpoolOptions.MODE, "errorifexists", "overwrite");
+    return VolpoolOptions.MODE.get(values);
   }
 
   public String device() {
-    return oneOf(VolpoolOptions.DEVICE, "auto", "cpu", "gpu");
+    return VolpoolOptions.DEVICE.get(values);
   }
 
   /** Stage names in order; empty for {@code identity}. */
@@ -325,111 +288,67 @@ public final class JobSettings {
   }
 
   public io.volpool.op.FusedModel.Params fusedParams() {
-    return new io.volpool.op.FusedModel.Params(optionalInt(VolpoolOptions.FUSED_STRIDE, 1),
-        optionalInt(VolpoolOptions.FUSED_PADDING, 0), optionalInt(VolpoolOptions.FUSED_OUTPUT_PADDING, 0),
-        optionalInt(VolpoolOptions.FUSED_POOL_KERNEL, 1));
+    return new io.volpool.op.FusedModel.Params(optional(VolpoolOptions.FUSED_STRIDE),
+        optional(VolpoolOptions.FUSED_PADDING), optional(VolpoolOptions.FUSED_OUTPUT_PADDING),
+        optional(VolpoolOptions.FUSED_POOL_KERNEL));
+  }
+
+  private OptionalInt optional(ConfKey<Integer> k) {
+    Integer v = k.get(values);
+    return v == null ? OptionalInt.empty() : OptionalInt.of(v);
   }
 
   public AvgPool3dSpec avgPool() {
     try {
-      return new AvgPool3dSpec(integer(VolpoolOptions.AVGPOOL_KERNEL, 1), integer(VolpoolOptions.AVGPOOL_STRIDE, 1),
-          integer(VolpoolOptions.AVGPOOL_PADDING, 0), bool(VolpoolOptions.AVGPOOL_CEIL),
-          bool(VolpoolOptions.AVGPOOL_COUNT_PAD));
+      return new AvgPool3dSpec(VolpoolOptions.AVGPOOL_KERNEL.get(values), VolpoolOptions.AVGPOOL_STRIDE.get(values),
+          VolpoolOptions.AVGPOOL_PADDING.get(values), VolpoolOptions.AVGPOOL_CEIL.get(values),
+          VolpoolOptions.AVGPOOL_COUNT_PAD.get(values));
     } catch (SettingsException e) {
       throw e;
     } catch (IllegalArgumentException e) {
-      throw new SettingsException("spark.volpool.avgpool3d.*: " + e.getMessage(), e);
+      throw new SettingsException(VolpoolOptions.PREFIX + "avgpool3d.*: " + e.getMessage(), e);
     }
   }
 
   public int batchSize() {
-    return integer(VolpoolOptions.BATCH_SIZE, 0, 1 << 20);
+    return VolpoolOptions.BATCH_SIZE.get(values);
   }
 
   /** CPU threads per executor JVM; 0 means the executor's cores. */
   public int cpuThreads() {
-    return integer(VolpoolOptions.CPU_THREADS, 0, 4096);
+    return VolpoolOptions.CPU_THREADS.get(values);
   }
 
   public double gpuMemoryFraction() {
-    String v = raw(VolpoolOptions.GPU_MEMORY_FRACTION);
-    double d;
-    try {
-      d = Double.parseDouble(v);
-    } catch (NumberFormatException e) {
-      throw new SettingsException(VolpoolOptions.GPU_MEMORY_FRACTION.key() + " must be a number, got '" + v + "'");
-    }
-    if (!(d > 0.01 && d <= 0.95)) {
-      throw new SettingsException(VolpoolOptions.GPU_MEMORY_FRACTION.key() + " must be between 0.01 and 0.95, got " + v);
-    }
-    return d;
+    return VolpoolOptions.GPU_MEMORY_FRACTION.get(values);
   }
 
   public int npyMaxHeaderBytes() {
-    return integer(VolpoolOptions.NPY_MAX_HEADER, 128, 1 << 30);
+    return VolpoolOptions.NPY_MAX_HEADER.get(values);
   }
 
   public int resourceTimeoutSeconds() {
-    return integer(VolpoolOptions.RESOURCE_TIMEOUT, 5, 86400);
+    return VolpoolOptions.RESOURCE_TIMEOUT.get(values);
   }
 
   public boolean outputSharedFilesystem() {
-    return bool(VolpoolOptions.OUTPUT_SHARED_FS);
+    return VolpoolOptions.OUTPUT_SHARED_FS.get(values);
   }
 
   /** The memory budget in bytes; 0 for {@code auto} (half of each executor's heap). */
   public long memoryBudget() {
-    String v = raw(VolpoolOptions.MEMORY_BUDGET).trim().toLowerCase(Locale.ROOT);
-    if (v.equals("auto")) {
-      return 0;
-    }
-    long bytes = parseBytes(v);
-    if (bytes < (16L << 20)) {
-      throw new SettingsException(VolpoolOptions.MEMORY_BUDGET.key() + " must be auto or at least 16m, got '"
-          + raw(VolpoolOptions.MEMORY_BUDGET) + "'");
-    }
-    return bytes;
+    return VolpoolOptions.MEMORY_BUDGET.get(values);
   }
 
   /** The most data bytes per output row of a volume stored across rows. */
   public long outputRowBytes() {
-    String v = raw(VolpoolOptions.OUTPUT_ROW_BYTES).trim().toLowerCase(Locale.ROOT);
-    long bytes = parseBytes(v, VolpoolOptions.OUTPUT_ROW_BYTES, "");
-    if (bytes < (1L << 20) || bytes > (1L << 31) - (1L << 20)) {
-      throw new SettingsException(VolpoolOptions.OUTPUT_ROW_BYTES.key() + " must be between 1m and 2047m (a Parquet page"
-          + " holds at most 2 GiB), got '" + raw(VolpoolOptions.OUTPUT_ROW_BYTES) + "'");
-    }
-    return bytes;
-  }
-
-  private static long parseBytes(String v) {
-    return parseBytes(v, VolpoolOptions.MEMORY_BUDGET, "auto or ");
-  }
-
-  private static long parseBytes(String v, ConfKey key, String alternatives) {
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+)\\s*([kmgt]?)(i?b)?").matcher(v);
-    if (!m.matches()) {
-      throw new SettingsException(key.key() + " must be " + alternatives + "a size such as 512m, 6g or"
-          + " 6442450944, got '" + v + "'");
-    }
-    int shift = switch (m.group(2)) {
-      case "k" -> 10;
-      case "m" -> 20;
-      case "g" -> 30;
-      case "t" -> 40;
-      default -> 0;
-    };
-    try {
-      return Math.multiplyExact(Long.parseLong(m.group(1)), 1L << shift);
-    } catch (ArithmeticException | NumberFormatException e) {
-      throw new SettingsException(key.key() + " is too large: '" + v + "'");
-    }
+    return VolpoolOptions.OUTPUT_ROW_BYTES.get(values);
   }
 
   /** Every effective {@code spark.volpool.*} value (defaults included), for the log and the summary. */
   public Map<String, String> effective() {
     Map<String, String> m = new TreeMap<>();
-    for (ConfKey k : VolpoolOptions.ALL) {
+    for (ConfKey<?> k : VolpoolOptions.ALL) {
       String v = raw(k);
       if (v != null) {
         m.put(k.key(), v);

@@ -1,6 +1,6 @@
 package io.volpool.job.io;
 
-import io.volpool.job.config.SettingsException;
+import io.volpool.conf.SettingsException;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;

@@ -105,10 +105,10 @@ public final class PlaneRowPlanner {
    * @throws BadRecordException naming the id and both rows
    */
   public static void requireUniqueIds(String input, TensorLayout layout, Configuration conf) throws IOException {
-    String why = "with output across rows (" + io.volpool.job.config.VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows) a"
+    String why = "with output across rows (" + io.volpool.conf.VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows) a"
         + " reader finds each volume's rows by its id";
     if (!layout.inputSchema().containsField(TensorLayout.ID)) {
-      throw new io.volpool.job.config.SettingsException("the input " + input + " has no 'id' column, but " + why
+      throw new io.volpool.conf.SettingsException("the input " + input + " has no 'id' column, but " + why
           + "; add an id column or write one row per volume (output.layout=volume)");
     }
     Path root = new Path(input);

@@ -1,6 +1,7 @@
 package io.volpool.job.io;
 
-import io.volpool.job.config.SettingsException;
+import io.volpool.conf.VolpoolOptions;
+import io.volpool.conf.SettingsException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -85,8 +86,8 @@ public final class StagedOutput implements AutoCloseable {
       checkLock(fs, out);
     }
     if (fs.exists(out) && !overwrite) {
-      throw new SettingsException("output " + out + " already exists; set spark.volpool.mode=overwrite"
-          + " to replace it, or choose another spark.volpool.output");
+      throw new SettingsException("output " + out + (" already exists; set " + VolpoolOptions.MODE.key() + "=overwrite")
+          + (" to replace it, or choose another " + VolpoolOptions.OUTPUT.key()));
     }
     Path parent = out.getParent();
     if (parent != null && !fs.exists(parent)) {

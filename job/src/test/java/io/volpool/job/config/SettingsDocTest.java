@@ -1,5 +1,6 @@
 package io.volpool.job.config;
 
+import io.volpool.conf.VolpoolOptions;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -62,6 +63,49 @@ class SettingsDocTest {
         .hasMessageContaining("must be four positive integers C,D,H,W, got '3,16,32'");
     assertThatThrownBy(() -> new JobSettings(Map.of("spark.volpool.output", "out")))
         .hasMessageStartingWith("missing required setting spark.volpool.input");
+  }
+
+  /**
+   * Every setting is declared once (io.volpool.conf.VolpoolOptions); code that reads one or names one
+   * in a message goes through the declaration, so no string literal in the main sources spells a key.
+   */
+  @Test
+  void noMainSourceSpellsASettingKeyOutsideItsDeclaration() throws Exception {
+    Path root = Files.exists(Paths.get("udf")) ? Paths.get(".") : Paths.get("..");
+    java.util.regex.Pattern literal = java.util.regex.Pattern.compile("\"(?:[^\"\\\\\n]|\\\\.)*\"");
+    List<String> found = new java.util.ArrayList<>();
+    for (String module : List.of("udf", "job")) {
+      try (var files = Files.walk(root.resolve(module).resolve("src/main/java"))) {
+        for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+          if (f.toString().replace('\\', '/').contains("/io/volpool/conf/")) {
+            continue;
+          }
+          List<String> lines = Files.readAllLines(f);
+          for (int i = 0; i < lines.size(); i++) {
+            String t = lines.get(i).trim();
+            if (t.startsWith("*") || t.startsWith("//") || t.startsWith("/*")) {
+              continue;
+            }
+            java.util.regex.Matcher m = literal.matcher(lines.get(i));
+            while (m.find()) {
+              if (m.group().contains(VolpoolOptions.PREFIX)) {
+                found.add(root.relativize(f) + ":" + (i + 1) + ": " + m.group());
+              }
+            }
+          }
+        }
+      }
+    }
+    assertThat(found).as("setting keys spelled outside io.volpool.conf.VolpoolOptions").isEmpty();
+  }
+
+  @Test
+  void everyDeclaredDefaultPassesItsOwnCheck() {
+    for (io.volpool.conf.ConfKey<?> k : VolpoolOptions.ALL) {
+      if (k.defaultValue() != null) {
+        assertThat(k.get(Map.of())).as(k.key()).isNotNull();
+      }
+    }
   }
 
   static Map<String, String> with(Map<String, String> m, String k, String v) {

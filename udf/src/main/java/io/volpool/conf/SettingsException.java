@@ -1,4 +1,4 @@
-package io.volpool.job.config;
+package io.volpool.conf;
 
 /** A {@code spark.volpool.*} setting is missing or invalid; the message names the key, the rule and the value. */
 public class SettingsException extends IllegalArgumentException {

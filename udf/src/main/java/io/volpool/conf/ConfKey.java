@@ -1,0 +1,184 @@
+package io.volpool.conf;
+
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * One {@code spark.volpool.*} setting, declared once (in {@link VolpoolOptions}): its key, default,
+ * one-line documentation, and how its text is parsed and checked into a typed value. Every reader
+ * gets the value through {@link #get}, so a setting is parsed and checked in one place, and error
+ * messages name the key, the rule and the value. Immutable.
+ *
+ * @param <T> the value's type
+ */
+public final class ConfKey<T> {
+  /** Parses and checks a setting's text (never null or empty); throws {@link SettingsException} naming the rule. */
+  @FunctionalInterface
+  public interface Parser<T> {
+    T parse(String key, String text);
+  }
+
+  private final String key;
+  private final String defaultValue;
+  private final String doc;
+  private final Parser<T> parser;
+
+  private ConfKey(String key, String defaultValue, String doc, Parser<T> parser) {
+    this.key = key;
+    this.defaultValue = defaultValue;
+    this.doc = doc;
+    this.parser = parser;
+  }
+
+  /** Free text; null when unset without a default. */
+  public static ConfKey<String> text(String key, String defaultValue, String doc) {
+    return new ConfKey<>(key, defaultValue, doc, (k, v) -> v);
+  }
+
+  /** One of {@code allowed}, in any case (the value is lower-cased). */
+  public static ConfKey<String> choice(String key, String defaultValue, String doc, String... allowed) {
+    return new ConfKey<>(key, defaultValue, doc, (k, v) -> {
+      String l = v.toLowerCase(Locale.ROOT);
+      if (!Arrays.asList(allowed).contains(l)) {
+        throw new SettingsException(k + " must be one of " + String.join(", ", allowed) + ", got '" + v + "'");
+      }
+      return l;
+    });
+  }
+
+  /** An integer in {@code [min, max]}. */
+  public static ConfKey<Integer> integer(String key, String defaultValue, int min, int max, String doc) {
+    return new ConfKey<>(key, defaultValue, doc, (k, v) -> {
+      int i;
+      try {
+        i = Integer.parseInt(v);
+      } catch (NumberFormatException e) {
+        throw new SettingsException(k + " must be an integer, got '" + v + "'");
+      }
+      if (i < min) {
+        throw new SettingsException(k + " must be at least " + min + ", got " + i);
+      }
+      if (i > max) {
+        throw new SettingsException(k + " must be at most " + max + ", got " + i);
+      }
+      return i;
+    });
+  }
+
+  /** {@code true} or {@code false}, in any case. */
+  public static ConfKey<Boolean> bool(String key, String defaultValue, String doc) {
+    return new ConfKey<>(key, defaultValue, doc, (k, v) -> {
+      String l = v.toLowerCase(Locale.ROOT);
+      if (!l.equals("true") && !l.equals("false")) {
+        throw new SettingsException(k + " must be true or false, got '" + v + "'");
+      }
+      return l.equals("true");
+    });
+  }
+
+  /** A number in {@code (above, atMost]}. */
+  public static ConfKey<Double> decimal(String key, String defaultValue, double above, double atMost, String doc) {
+    return new ConfKey<>(key, defaultValue, doc, (k, v) -> {
+      double d;
+      try {
+        d = Double.parseDouble(v);
+      } catch (NumberFormatException e) {
+        throw new SettingsException(k + " must be a number, got '" + v + "'");
+      }
+      if (!(d > above && d <= atMost)) {
+        throw new SettingsException(k + " must be between " + above + " and " + atMost + ", got " + v);
+      }
+      return d;
+    });
+  }
+
+  /**
+   * A size in bytes ({@code 512m}, {@code 6g}, {@code 6442450944}) in {@code [min, max]}; with
+   * {@code auto} allowed, {@code auto} is 0.
+   */
+  public static ConfKey<Long> bytes(String key, String defaultValue, long min, long max, boolean auto, String range,
+      String doc) {
+    return new ConfKey<>(key, defaultValue, doc, (k, v) -> {
+      String l = v.trim().toLowerCase(Locale.ROOT);
+      if (auto && l.equals("auto")) {
+        return 0L;
+      }
+      long b = parseBytes(k, l, auto ? "auto or " : "");
+      if (b < min || b > max) {
+        throw new SettingsException(k + " must be " + range + ", got '" + v + "'");
+      }
+      return b;
+    });
+  }
+
+  /** Any other type: {@code parser} parses and checks. */
+  public static <T> ConfKey<T> of(String key, String defaultValue, String doc, Parser<T> parser) {
+    return new ConfKey<>(key, defaultValue, doc, parser);
+  }
+
+  private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([kmgt]?)(i?b)?");
+
+  static long parseBytes(String key, String v, String alternatives) {
+    Matcher m = SIZE.matcher(v);
+    if (!m.matches()) {
+      throw new SettingsException(key + " must be " + alternatives + "a size such as 512m, 6g or 6442450944, got '" + v
+          + "'");
+    }
+    int shift = switch (m.group(2)) {
+      case "k" -> 10;
+      case "m" -> 20;
+      case "g" -> 30;
+      case "t" -> 40;
+      default -> 0;
+    };
+    try {
+      return Math.multiplyExact(Long.parseLong(m.group(1)), 1L << shift);
+    } catch (ArithmeticException | NumberFormatException e) {
+      throw new SettingsException(key + " is too large: '" + v + "'");
+    }
+  }
+
+  public String key() {
+    return key;
+  }
+
+  /** The default as text; null when the setting is required or has no default. */
+  public String defaultValue() {
+    return defaultValue;
+  }
+
+  public String doc() {
+    return doc;
+  }
+
+  /** The text of this setting in {@code values}, else its default; null when neither is there. */
+  public String raw(Map<String, String> values) {
+    String v = values.get(key);
+    return v == null || v.isBlank() ? defaultValue : v.trim();
+  }
+
+  /** The typed, checked value in {@code values} (else the default's); null when unset without a default. */
+  public T get(Map<String, String> values) {
+    String v = raw(values);
+    return v == null ? null : parser.parse(key, v);
+  }
+
+  /** {@code key=value}, for messages. */
+  public String is(Object value) {
+    return key + "=" + value;
+  }
+
+  /** The README table row for this key. */
+  public String markdownRow() {
+    String d = defaultValue == null ? "(none)" : defaultValue.isEmpty() ? "(empty)" : "`" + defaultValue + "`";
+    return "| `" + key + "` | " + d + " | " + doc + " |";
+  }
+
+  @Override
+  public String toString() {
+    return key;
+  }
+}
