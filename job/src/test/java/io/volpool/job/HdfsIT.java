@@ -1,0 +1,226 @@
+package io.volpool.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.sql.Row;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The job on a real HDFS (a MiniDFSCluster of one namenode and one datanode in this JVM): Parquet and
+ * .npy input from hdfs://, output to hdfs://, and on those paths the overwrite guard, the committed
+ * counts, the status file, the removal of a dead run's staging, a killed run and its rerun, and tasks
+ * placed on the host that holds their blocks. Runs in mvn verify (failsafe).
+ */
+class HdfsIT {
+  static MiniDFSCluster dfs;
+  static FileSystem fs;
+  static String root;
+
+  @BeforeAll
+  static void startHdfs(@TempDir Path tmp) throws Exception {
+    Configuration c = new Configuration();
+    c.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, tmp.resolve("dfs").toString());
+    // the datanode names itself as Spark names this host, so a task reading its blocks can be NODE_LOCAL
+    // (local mode's executor takes the canonical name of this host's address, not spark.driver.host)
+    SparkTests.spark();
+    String sparkHost = org.apache.spark.util.Utils.localCanonicalHostName();
+    c.set("dfs.datanode.hostname", sparkHost);
+    dfs = new MiniDFSCluster.Builder(c).numDataNodes(1).checkDataNodeHostConfig(true).build();
+    dfs.waitActive();
+    fs = dfs.getFileSystem();
+    root = fs.getUri() + "/volpool";
+  }
+
+  @AfterAll
+  static void stopHdfs() throws Exception {
+    if (dfs != null) {
+      dfs.shutdown();
+    }
+  }
+
+  static org.apache.hadoop.fs.Path hdfs(String rel) {
+    return new org.apache.hadoop.fs.Path(root + "/" + rel);
+  }
+
+  static void put(Path local, String rel) throws Exception {
+    fs.copyFromLocalFile(new org.apache.hadoop.fs.Path(local.toUri()), hdfs(rel));
+  }
+
+  static String read(org.apache.hadoop.fs.Path p) throws Exception {
+    try (InputStream in = fs.open(p)) {
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+  }
+
+  /** id -> shape and digest of data, for a Parquet output anywhere Spark reads. */
+  static Map<String, String> checksum(String path) throws Exception {
+    Map<String, String> m = new TreeMap<>();
+    for (Row r : SparkTests.spark().read().parquet(path).collectAsList()) {
+      m.put(r.getString(0), r.getList(1) + ":" + HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
+          .digest((byte[]) r.get(3))));
+    }
+    return m;
+  }
+
+  @Test
+  void parquetAndNpyFromHdfsToHdfsEqualLocalRuns(@TempDir Path tmp) throws Exception {
+    put(JobEndToEndTest.SEED.dir().resolve("volumes_binary.parquet"), "in-pq/date=2026-12-01/a.parquet");
+    String out = root + "/out-pq";
+    List<String> localities = new CopyOnWriteArrayList<>();
+    SparkListener l = new SparkListener() {
+      @Override
+      public void onTaskEnd(SparkListenerTaskEnd e) {
+        localities.add(e.taskInfo().taskLocality().toString());
+      }
+    };
+    SparkTests.spark().sparkContext().addSparkListener(l);
+    SparkTests.Result r;
+    try {
+      r = SparkTests.run(withPaths(root + "/in-pq", "parquet", out));
+    } finally {
+      SparkTests.spark().sparkContext().removeSparkListener(l);
+    }
+    assertThat(r.code()).as(r.err()).isZero();
+    SparkTests.Result local = SparkTests.run(JobEndToEndTest.seedConf(JobEndToEndTest.SEED.dir()
+        .resolve("volumes_binary.parquet"), "parquet", tmp.resolve("local")));
+    assertThat(local.code()).as(local.err()).isZero();
+    assertThat(checksum(out)).isEqualTo(checksum(tmp.resolve("local").toString())).hasSize(2);
+    assertThat(fs.exists(new org.apache.hadoop.fs.Path(out + "/date=2026-12-01"))).as("the input's folder is kept").isTrue();
+    JsonNode summary = new ObjectMapper().readTree(read(new org.apache.hadoop.fs.Path(out + "/" + VolpoolJob.SUMMARY_FILE)));
+    assertThat(summary.get("volumes_out").asLong()).isEqualTo(2);
+    assertThat(summary.get("output").asText()).startsWith("hdfs://");
+    JsonNode status = new ObjectMapper().readTree(read(hdfs(".out-pq.volpool-status.json")));
+    assertThat(status.get("status").asText()).isEqualTo("succeeded");
+    assertThat(status.get("exit_code").asInt()).isZero();
+    assertThat(names("")).as("no staging, owner file or lock left beside the output")
+        .noneMatch(n -> n.contains("volpool-staging") || n.contains("volpool-commit"));
+    assertThat(localities).as("the task ran where its block is").contains("NODE_LOCAL");
+
+    put(JobEndToEndTest.SEED.dir().resolve("input.npy"), "in-npy/sub/v.npy");
+    r = SparkTests.run(withPaths(root + "/in-npy", "npy", root + "/out-npy"));
+    assertThat(r.code()).as(r.err()).isZero();
+    SparkTests.Result localNpy = SparkTests.run(JobEndToEndTest.seedConf(JobEndToEndTest.SEED.dir().resolve("input.npy"),
+        "npy", tmp.resolve("local-npy")));
+    assertThat(localNpy.code()).as(localNpy.err()).isZero();
+    try (InputStream in = fs.open(hdfs("out-npy/sub/v.npy"))) {
+      assertThat(in.readAllBytes()).isEqualTo(java.nio.file.Files.readAllBytes(tmp.resolve("local-npy/input.npy")));
+    }
+  }
+
+  static Map<String, String> withPaths(String in, String format, String out) {
+    Map<String, String> conf = JobEndToEndTest.seedConf(Path.of("x"), format, Path.of("y"));
+    conf.put("spark.volpool.input", in);
+    conf.put("spark.volpool.output", out);
+    return conf;
+  }
+
+  static List<String> names(String rel) throws Exception {
+    List<String> out = new ArrayList<>();
+    for (FileStatus s : fs.listStatus(rel.isEmpty() ? new org.apache.hadoop.fs.Path(root) : hdfs(rel))) {
+      out.add(s.getPath().getName());
+    }
+    return out;
+  }
+
+  @Test
+  void theOverwriteGuardAndDeadRunsStagingOnHdfs() throws Exception {
+    put(JobEndToEndTest.SEED.dir().resolve("volumes_binary.parquet"), "guard/in/a.parquet");
+    String in = root + "/guard/in";
+    SparkTests.Result r = SparkTests.run(withPaths(in, "parquet", in + "/nested"));
+    assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    assertThat(r.err()).contains("lies inside");
+    // a dead run's staging and owner file beside the output: removed by the next run, which succeeds
+    Process gone = new ProcessBuilder("true").start();
+    gone.waitFor();
+    org.apache.hadoop.fs.Path staging = hdfs("guard/.out.volpool-staging-dead");
+    fs.mkdirs(new org.apache.hadoop.fs.Path(staging, "_temporary/0"));
+    try (var os = fs.create(hdfs("guard/.out.volpool-staging-dead.owner"))) {
+      os.write(("host=" + InetAddress.getLocalHost().getHostName() + "\npid=" + gone.pid()
+          + "\nprocessStart=2026-01-01T00:00:00Z\n").getBytes(StandardCharsets.UTF_8));
+    }
+    r = SparkTests.run(withPaths(in, "parquet", root + "/guard/out"));
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(names("guard")).containsExactlyInAnyOrder("in", "out", ".out.volpool-status.json");
+    // the output exists: errorifexists refuses, overwrite replaces
+    r = SparkTests.run(withPaths(in, "parquet", root + "/guard/out"));
+    assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    assertThat(r.err()).contains("already exists");
+    Map<String, String> over = withPaths(in, "parquet", root + "/guard/out");
+    over.put("spark.volpool.mode", "overwrite");
+    r = SparkTests.run(over);
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(checksum(root + "/guard/out")).hasSize(2);
+    assertThat(names("guard")).containsExactlyInAnyOrder("in", "out", ".out.volpool-status.json");
+  }
+
+  /** Tasks committed into the staging folder of {@code rel} on HDFS (FileOutputCommitter: _temporary/0/task_*). */
+  static int committedTasks(String parentRel, String name) throws Exception {
+    int n = 0;
+    for (FileStatus s : fs.listStatus(hdfs(parentRel))) {
+      if (s.getPath().getName().startsWith("." + name + ".volpool-staging-") && s.isDirectory()) {
+        org.apache.hadoop.fs.Path attempts = new org.apache.hadoop.fs.Path(s.getPath(), "_temporary/0");
+        if (fs.exists(attempts)) {
+          for (FileStatus t : fs.listStatus(attempts)) {
+            n += t.getPath().getName().startsWith("task_") ? 1 : 0;
+          }
+        }
+      }
+    }
+    return n;
+  }
+
+  @Test
+  void aKilledRunOnHdfsLeavesNoOutputAndItsRerunEqualsACleanRun(@TempDir Path tmp) throws Exception {
+    Path local = tmp.resolve("in");
+    SampleData.write(SparkTests.spark(), local.toString(), 2048, 8);
+    fs.mkdirs(hdfs("kill"));
+    fs.copyFromLocalFile(new org.apache.hadoop.fs.Path(local.toUri()), hdfs("kill"));
+    Map<String, String> conf = withPaths(root + "/kill/in", "parquet", root + "/kill/out");
+    conf.put("spark.volpool.fused.weights", Path.of("../conf/models/fused_seed.safetensors").toAbsolutePath().toString());
+    conf.put("spark.volpool.mode", "overwrite");
+    conf.put("spark.volpool.device", "cpu");
+    ChildJvm.Child clean = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("clean.log"));
+    assertThat(clean.waitFor(300)).as(clean.output()).isZero();
+    Map<String, String> want = checksum(root + "/kill/out");
+    assertThat(want).hasSize(2048);
+    fs.delete(hdfs("kill/out"), true);
+    ChildJvm.Child run = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("kill.log"));
+    long started = System.nanoTime();
+    while (committedTasks("kill", "out") == 0) {
+      assertThat(run.process().isAlive()).as("the run ended before any task committed; " + run.output()).isTrue();
+      assertThat(System.nanoTime() - started).as("no task committed within 300 s").isLessThan(300_000_000_000L);
+      Thread.sleep(20);
+    }
+    assertThat(run.process().isAlive()).isTrue();
+    run.process().destroyForcibly().waitFor();
+    assertThat(fs.exists(hdfs("kill/out"))).as("no output after a kill mid-run").isFalse();
+    assertThat(names("kill")).as("the killed run's staging is still there").anyMatch(n -> n.contains("volpool-staging"));
+    ChildJvm.Child rerun = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("rerun.log"));
+    assertThat(rerun.waitFor(300)).as(rerun.output()).isZero();
+    assertThat(checksum(root + "/kill/out")).isEqualTo(want);
+    assertThat(names("kill")).as("nothing of the killed run left").noneMatch(n -> n.contains("volpool-staging")
+        || n.contains("volpool-commit"));
+  }
+}
