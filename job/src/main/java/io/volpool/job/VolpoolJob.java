@@ -258,6 +258,12 @@ public final class VolpoolJob {
       }
       LOG.info(progress.finalLine());
       long tc = System.nanoTime();
+      if (!npyOut && plan.rows() == 0) {
+        // no volumes: one file of the output's schema and no rows, as Spark writes for an empty DataFrame, so a
+        // reader of the output (spark.read.parquet) still finds its schema
+        new ParquetBatchWriter(new Path(out.staging(), "part-00000-empty.parquet"), outSpec, conf,
+            new io.volpool.backend.PhaseTimes()).close();
+      }
       CommittedOutput committed = CommittedOutput.count(out.staging(), npyOut, rowsOut, conf);
       CommittedOutput.check(committed, plan, metrics, npyIn, npyOut, rowsOut, out.output().toString());
       RunSummary summary = summary(s, out, metrics, pipeline, plan, committed, outSpec.metadata(),

@@ -152,6 +152,10 @@ class HardeningTest {
       assertThat(r.code()).as(in + ": " + r.err()).isZero();
       assertThat(r.out()).contains("volumes       0 in, 0 out");
       assertThat(out.resolve(VolpoolJob.SUMMARY_FILE)).exists();
+      // an output of no volumes still has the output's schema, as Spark's own empty output does
+      Dataset<Row> back = SparkTests.spark().read().parquet(out.toString());
+      assertThat(back.columns()).containsExactly("id", "shape", "dtype", "data");
+      assertThat(back.count()).isZero();
     }
     // beside good files, an empty one holds nothing
     volumes("a", "b").coalesce(1).write().parquet(tmp.resolve("mixed").toString());

@@ -326,4 +326,35 @@ class VolumesAcrossRowsTest {
     assertThat(bad.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
     assertThat(bad.err()).contains("spark.volpool.output.layout=volume").contains("stored across rows");
   }
+
+  /** Progress through one large volume: its input bytes are counted as its slabs finish, not when it ends. */
+  @Test
+  void aVolumesBytesAreCountedAsItsSlabsFinish(@TempDir Path tmp) throws Exception {
+    VolumeShape s = new VolumeShape(2, 64, 64, 64); // 2 MiB in 4 rows; slabs of a few planes under a 4 MiB budget
+    write(tmp.resolve("in/x.parquet"), cut("v", 9, s, 16, 32, 48), CompressionCodecName.UNCOMPRESSED);
+    Configuration conf = new Configuration();
+    org.apache.hadoop.fs.Path file = new org.apache.hadoop.fs.Path(tmp.resolve("in/x.parquet").toUri());
+    io.volpool.io.TensorLayout layout = io.volpool.io.TensorLayout.detect(
+        io.volpool.job.io.ParquetInspector.inspect(file, conf).schema(), null, null);
+    io.volpool.spark.TaskPlan plan = io.volpool.job.io.PlaneRowPlanner.plan(tmp.resolve("in").toString(), layout, conf,
+        128L << 20, 4L << 20, 1).tasks().get(0);
+    Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
+    io.volpool.spark.RunSpec spec = new io.volpool.spark.RunSpec(p, "cpu", 0, 1, 0.5, 4L << 20, "parquet", layout, 10000,
+        io.volpool.io.ParquetBatchWriter.GAP, 1L << 20);
+    io.volpool.memory.MemoryBudget budget = new io.volpool.memory.MemoryBudget(4L << 20);
+    List<Long> seen = new ArrayList<>();
+    try (CpuBackend cpu = CpuBackend.fast(1, budget);
+        io.volpool.spark.SlabVolumes run = new io.volpool.spark.SlabVolumes(plan.volumes(),
+            new io.volpool.io.PlaneRowsInput(layout, conf, budget, new io.volpool.backend.PhaseTimes()), cpu, spec, budget,
+            new io.volpool.backend.PhaseTimes(), "test")) {
+      run.onRead(() -> seen.add(run.bytesIn()));
+      while (run.next() != null) {
+        // drain
+      }
+      assertThat(run.bytesIn()).isEqualTo(s.bytes());
+    }
+    assertThat(seen).as("bytes counted along the volume, ending exact").isSorted().last().isEqualTo(s.bytes());
+    assertThat(seen.stream().filter(b -> b > 0 && b < s.bytes()).count()).as("counts between none and all: " + seen)
+        .isGreaterThanOrEqualTo(2);
+  }
 }

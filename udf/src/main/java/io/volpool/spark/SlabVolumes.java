@@ -123,12 +123,28 @@ public final class SlabVolumes implements TaskRun {
     checkOnePlaneFits("id=" + v.id(), plan, budget);
     VolumeSource first = input.firstRow(v);
     src = input.open(v);
-    bytesIn += v.bytes();
-    onRead.run();
+    volumeBytes = v.bytes();
+    volumeCounted = 0;
     run = cpu.startSlabs(plan, planes, src, new RowCutter(first, out, rowPlanes), times);
     LOG.info("{}: volume id={} {} -> {} in {} rows, slabs of {} output planes ({} of buffers), output rows of {} planes",
         task, v.id(), v.shape(), out, v.rows().size(), run.planes(), MemoryBudget.mib(run.bytes()), rowPlanes);
     return true;
+  }
+
+  /** The open volume's input bytes, and how many of them progress has counted so far. */
+  private long volumeBytes;
+  private long volumeCounted;
+
+  /**
+   * Counts the open volume's input bytes as its slabs finish, in proportion to the output planes done
+   * ({@code done} of {@code total}; exact once all are), so progress moves through a volume of
+   * gigabytes instead of jumping when it ends.
+   */
+  private void slabDone(long done, long total) {
+    long now = done >= total ? volumeBytes : (long) (volumeBytes * ((double) done / total));
+    bytesIn += now - volumeCounted;
+    volumeCounted = now;
+    onRead.run();
   }
 
   /** Fails, naming the volume, when even slabs of one output plane need more than one request of the budget. */
@@ -159,8 +175,12 @@ public final class SlabVolumes implements TaskRun {
       this.ohw = out.h() * out.w();
     }
 
+    private long planesDone;
+
     @Override
     public void write(int o0, int o1, float[] y) {
+      planesDone += o1 - o0;
+      slabDone(planesDone, out.d());
       int d = o0;
       while (d < o1) {
         if (row == null) {
