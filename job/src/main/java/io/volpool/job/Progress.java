@@ -1,6 +1,8 @@
 package io.volpool.job;
 
 import io.volpool.spark.JobMetrics;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkContext;
@@ -22,21 +24,27 @@ final class Progress extends SparkListener implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Progress.class);
   static final long EVERY_MILLIS = 5_000;
   static final int FIRST_LINES = 5;
+  /** How often the counts are sampled for the run's {@link Timeline}. */
+  static final long SAMPLE_MILLIS = 250;
 
   private final SparkContext sc;
   private final JobMetrics m;
   private final long total;
   private final String unit;
-  private final long started = System.nanoTime();
+  private final long started;
   private final Map<Long, long[]> running = new ConcurrentHashMap<>();
   private final Thread thread;
   private volatile boolean stop;
+  private final List<Timeline.Sample> samples = new ArrayList<>();
+  private volatile long firstCommitNanos = -1;
 
   /**
    * @param total volumes expected (Parquet: from the footers), or -1 when unknown (.npy: counted as read)
    * @param unit what is counted: {@code volumes}, or {@code rows} where volumes are stored across rows
+   * @param started {@link System#nanoTime()} at the start of the run, from which elapsed times count
    */
-  Progress(SparkContext sc, JobMetrics m, long total, String unit) {
+  Progress(SparkContext sc, JobMetrics m, long total, String unit, long started) {
+    this.started = started;
     this.sc = sc;
     this.m = m;
     this.total = total;
@@ -71,6 +79,9 @@ final class Progress extends SparkListener implements AutoCloseable {
       if (e.reason() instanceof org.apache.spark.Success$) {
         finished[0] += v[0];
         finished[1] += v[1];
+        if (firstCommitNanos < 0) {
+          firstCommitNanos = System.nanoTime() - started; // a task ends successfully only after its commit
+        }
       }
     }
   }
@@ -94,16 +105,46 @@ final class Progress extends SparkListener implements AutoCloseable {
   }
 
   private void loop() {
-    for (int line = 0; !stop; line++) {
+    long nextLine = started + 1_000_000_000L;
+    for (int line = 0; !stop; ) {
       try {
-        // every second at first, so a short run shows its progress too; then every few seconds
-        Thread.sleep(line < FIRST_LINES ? 1_000 : EVERY_MILLIS);
+        Thread.sleep(SAMPLE_MILLIS);
       } catch (InterruptedException e) {
         return;
       }
-      if (!stop) {
-        LOG.info(line());
+      long now = System.nanoTime();
+      long[] c = counts();
+      synchronized (samples) {
+        samples.add(new Timeline.Sample(now - started, c[0], c[1]));
       }
+      // every second at first, so a short run shows its progress too; then every few seconds
+      if (!stop && now >= nextLine) {
+        LOG.info(line());
+        line++;
+        nextLine = now + (line < FIRST_LINES ? 1_000_000_000L : EVERY_MILLIS * 1_000_000L);
+      }
+    }
+  }
+
+  /** The run's timeline; call after {@link #finalLine}, when the tasks have ended. */
+  Timeline timeline() {
+    synchronized (samples) {
+      return Timeline.of(List.copyOf(samples), total, endNanos, firstCommitNanos);
+    }
+  }
+
+  private long endNanos;
+
+  /** Volumes and bytes read: finished tasks from their end events plus running ones from their last heartbeat. */
+  private long[] counts() {
+    synchronized (finished) {
+      long vols = finished[0];
+      long bytes = finished[1];
+      for (long[] v : running.values()) {
+        vols += v[0];
+        bytes += v[1];
+      }
+      return new long[] {vols, bytes};
     }
   }
 
@@ -112,6 +153,10 @@ final class Progress extends SparkListener implements AutoCloseable {
   /** The last line, once the job's stage has ended. */
   String finalLine() {
     done = true;
+    endNanos = System.nanoTime() - started;
+    synchronized (samples) {
+      samples.add(new Timeline.Sample(endNanos, m.volumesRead().value(), m.bytesIn().value()));
+    }
     return line();
   }
 
@@ -124,15 +169,10 @@ final class Progress extends SparkListener implements AutoCloseable {
       vols = m.volumesRead().value();
       bytes = m.bytesIn().value();
     } else {
-      synchronized (finished) {
-        // finished tasks from their end events plus running ones from their last heartbeat: each task once
-        vols = finished[0];
-        bytes = finished[1];
-        for (long[] v : running.values()) {
-          vols += v[0];
-          bytes += v[1];
-        }
-      }
+      // finished tasks from their end events plus running ones from their last heartbeat: each task once
+      long[] c = counts();
+      vols = c[0];
+      bytes = c[1];
     }
     double secs = Math.max(1e-9, (System.nanoTime() - started) / 1e9);
     double rate = vols / secs;

@@ -17,7 +17,7 @@ public record RunSummary(String status, String input, String inputFormat, String
     String pipeline, String backend, long volumesIn, long volumesOut, long rowsIn, long rowsOut, long filesOut, long bytesIn, long bytesOut, long batches,
     long slabbed, long volumesAcrossRows, double wallSeconds, Map<String, Double> phaseSeconds, long budgetBytes,
     long peakBudgetBytes, long peakHeapBytes, List<String> skipped, Map<String, String> provenance,
-    Map<String, String> settings) {
+    Map<String, String> settings, Timeline timeline) {
 
   public double volumesPerSecond() {
     return wallSeconds > 0 ? volumesIn / wallSeconds : 0;
@@ -57,6 +57,13 @@ public record RunSummary(String status, String input, String inputFormat, String
     m.put("volumes_per_second", Math.round(volumesPerSecond() * 10) / 10.0);
     m.put("gb_per_second_in", Math.round(gbPerSecondIn() * 1000) / 1000.0);
     m.put("gb_per_second_out", Math.round(gbPerSecondOut() * 1000) / 1000.0);
+    Map<String, Object> t = new LinkedHashMap<>();
+    t.put("first_task_committed_seconds", round3(timeline.firstCommitSeconds()));
+    t.put("steady_window_seconds", List.of(round3(timeline.steadyFromSeconds()), round3(timeline.steadyToSeconds())));
+    t.put("steady_volumes_per_second", Math.round(timeline.steadyVolumesPerSecond() * 10) / 10.0);
+    t.put("steady_gb_per_second_in", round3(timeline.steadyGbPerSecondIn()));
+    t.put("tail_seconds", round3(timeline.tailSeconds()));
+    m.put("timeline", t);
     m.put("phase_seconds_summed_over_tasks", phaseSeconds);
     m.put("memory_budget_bytes", budgetBytes);
     m.put("peak_budget_bytes", peakBudgetBytes);
@@ -97,10 +104,34 @@ public record RunSummary(String status, String input, String inputFormat, String
         String.format("  wall time     %.2f s", wallSeconds),
         String.format("  throughput    %.1f volumes/s, %.3f GB/s in, %.3f GB/s out", volumesPerSecond(), gbPerSecondIn(),
             gbPerSecondOut()),
+        "  timeline      " + timelineText(),
         "  memory        peak " + mib(peakBudgetBytes) + " of the " + mib(budgetBytes) + " budget, heap peak "
             + mib(peakHeapBytes),
         "  time by phase (summed over tasks):" + phases,
         "  summary file  " + output + "/_volpool_summary.json") + "\n";
+  }
+
+  private static double round3(double x) {
+    return x < 0 ? -1 : Math.round(x * 1000) / 1000.0;
+  }
+
+  /** The timeline as one line; parts a short run cannot give are left out. */
+  String timelineText() {
+    List<String> parts = new java.util.ArrayList<>();
+    if (timeline.firstCommitSeconds() >= 0) {
+      parts.add(String.format("first task committed at %.2f s", timeline.firstCommitSeconds()));
+    }
+    if (timeline.steadyVolumesPerSecond() >= 0) {
+      parts.add(String.format("steady %.1f volumes/s, %.3f GB/s in (%.1f-%.1f s, 10%%-90%% of the input)",
+          timeline.steadyVolumesPerSecond(), timeline.steadyGbPerSecondIn(), timeline.steadyFromSeconds(),
+          timeline.steadyToSeconds()));
+    } else {
+      parts.add("steady state: too short to tell");
+    }
+    if (timeline.tailSeconds() >= 0) {
+      parts.add(String.format("last 10%% and commits %.2f s", timeline.tailSeconds()));
+    }
+    return String.join(", ", parts);
   }
 
   private static String mib(long b) {

@@ -234,7 +234,7 @@ public final class VolpoolJob {
         out.output(), describe(pipeline), s.device(), plan.files(), plan.tasks().size(), out.staging());
     boolean cluster = !spark.sparkContext().master().startsWith("local");
     try (Progress progress = new Progress(spark.sparkContext(), metrics, plan.rows(),
-        planeRows ? "rows" : "volumes");
+        planeRows ? "rows" : "volumes", t0);
         ResourceWatch watch = cluster && !plan.tasks().isEmpty()
             ? new ResourceWatch(spark.sparkContext(), s.resourceTimeoutSeconds()) : null) {
       JavaPairRDD<Void, BatchRunner.Finished> batches = tasks(spark, plan, conf)
@@ -267,7 +267,7 @@ public final class VolpoolJob {
       CommittedOutput committed = CommittedOutput.count(out.staging(), npyOut, rowsOut, conf);
       CommittedOutput.check(committed, plan, metrics, npyIn, npyOut, rowsOut, out.output().toString());
       RunSummary summary = summary(s, out, metrics, pipeline, plan, committed, outSpec.metadata(),
-          (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, spec);
+          (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, spec, progress.timeline());
       out.writeText(SUMMARY_FILE, summary.toJson());
       out.commit();
       return summary;
@@ -358,7 +358,8 @@ public final class VolpoolJob {
   }
 
   private static RunSummary summary(JobSettings s, StagedOutput out, JobMetrics m, Pipeline p, InputPlanner.Plan plan,
-      CommittedOutput committed, Map<String, String> provenance, double secs, long driverCommitNanos, RunSpec spec) {
+      CommittedOutput committed, Map<String, String> provenance, double secs, long driverCommitNanos, RunSpec spec,
+      Timeline timeline) {
     TreeSet<String> backends = new TreeSet<>(m.backends().value());
     String backend = backends.isEmpty() ? "none (no input volumes)" : String.join(", ", backends);
     long[] ns = m.phaseNanos().value();
@@ -372,6 +373,6 @@ public final class VolpoolJob {
         p.describe(), backend, plan.volumes() >= 0 ? plan.volumes() : m.volumesRead().value(), committed.volumes(),
         m.volumesRead().value(), committed.rows(), committed.files(), m.bytesIn().value(),
         m.bytesOut().value(), m.batches().value(), m.slabbedVolumes().value(), plan.volumes(), secs, phases, spec.budgetBytes(), m.peakBudgetBytes().value(),
-        m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective());
+        m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective(), timeline);
   }
 }

@@ -29,7 +29,7 @@ class ProgressTest {
   void aRunningTaskMovesTheLineAndAFinishedOneIsNotCountedTwice() {
     SparkContext sc = SparkTests.spark().sparkContext();
     JobMetrics m = JobMetrics.register(sc);
-    try (Progress p = new Progress(sc, m, 256, "volumes")) {
+    try (Progress p = new Progress(sc, m, 256, "volumes", System.nanoTime())) {
       assertThat(p.line()).startsWith("volpool progress: 0 of 256 volumes (0.0%)");
       p.onExecutorMetricsUpdate(new SparkListenerExecutorMetricsUpdate("0",
           scala.jdk.javaapi.CollectionConverters.asScala(List.of(new Tuple4<Object, Object, Object,
@@ -45,5 +45,38 @@ class ProgressTest {
       assertThat(p.line()).startsWith("volpool progress: 128 of 256 volumes (50.0%)");
       assertThat(p.finalLine()).startsWith("volpool progress: 128 of 256 volumes (50.0%)");
     }
+  }
+
+  static Timeline.Sample at(double secs, long volumes) {
+    return new Timeline.Sample((long) (secs * 1e9), volumes, volumes * 1_000_000L);
+  }
+
+  @Test
+  void theSteadyStateIsTheRateBetweenTenAndNinetyPercentAndTheTailTheLastTenPercent() {
+    // 2 s of start-up with nothing read, 100 volumes/s from 2 s to 12 s, all 1,000 read at 12 s, tasks end at 14 s
+    List<Timeline.Sample> s = new java.util.ArrayList<>();
+    for (int i = 0; i <= 48; i++) {
+      double t = i * 0.25;
+      s.add(at(t, t < 2 ? 0 : Math.min(1000, (long) Math.round((t - 2) * 100))));
+    }
+    s.add(at(14, 1000));
+    Timeline t = Timeline.of(s, 1000, 14_000_000_000L, 3_500_000_000L);
+    assertThat(t.firstCommitSeconds()).isEqualTo(3.5);
+    assertThat(t.steadyFromSeconds()).isEqualTo(3.0); // 100 volumes, 10%
+    assertThat(t.steadyToSeconds()).isEqualTo(11.0); // 900 volumes, 90%
+    assertThat(t.steadyVolumesPerSecond()).isCloseTo(100.0, org.assertj.core.api.Assertions.within(1e-9));
+    assertThat(t.steadyGbPerSecondIn()).isCloseTo(0.1, org.assertj.core.api.Assertions.within(1e-9));
+    assertThat(t.tailSeconds()).as("from 90% at 11 s to the last commit at 14 s").isEqualTo(3.0);
+    // the whole-run rate would be 1000 / 14 = 71 volumes/s: the steady figure leaves start-up and tail out
+  }
+
+  @Test
+  void aRunTooShortToSampleSaysSo() {
+    Timeline t = Timeline.of(List.of(at(0.25, 0), at(0.5, 10)), 10, 600_000_000L, -1);
+    assertThat(t.steadyVolumesPerSecond()).isEqualTo(-1);
+    assertThat(t.firstCommitSeconds()).isEqualTo(-1);
+    // the last sample at or below 90% is the one at 0.25 s: the tail runs from there to the end at 0.6 s
+    assertThat(t.tailSeconds()).isCloseTo(0.35, org.assertj.core.api.Assertions.within(1e-9));
+    assertThat(Timeline.of(List.of(), 10, 0, -1).steadyVolumesPerSecond()).isEqualTo(-1);
   }
 }
