@@ -9,8 +9,10 @@ public enum Phase {
   READ("read"),
   /** Checking records and placing values into batch buffers (levels, dictionaries, byte order, copies). */
   DECODE("decode"),
-  /** Waiting for room in the executor's memory budget. */
+  /** Waiting for room in the executor's memory budget (not counting the allocation once there is room). */
   WAIT_BUDGET("wait for budget"),
+  /** Allocating new batch buffers (pinned host memory on the GPU: cuMemHostAlloc), as opposed to waiting for room. */
+  ALLOCATE("allocate buffers"),
   /** Waiting for a free GPU stream (another task's batch is on the device). */
   WAIT_GPU("wait for GPU"),
   /** Host-to-device copies (CPU backend: none). */

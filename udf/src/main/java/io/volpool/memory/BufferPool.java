@@ -64,12 +64,23 @@ public final class BufferPool<K, T> implements AutoCloseable {
     if (!budget.acquire(bytes, MemoryBudget.Use.BATCHES, mayWait, what)) {
       return null;
     }
+    long a0 = System.nanoTime();
     try {
       return allocator.allocate(key);
     } catch (RuntimeException | Error e) {
       budget.release(bytes, MemoryBudget.Use.BATCHES);
       throw e;
+    } finally {
+      ALLOCATING.get()[0] += System.nanoTime() - a0;
     }
+  }
+
+  /** Nanoseconds this thread spent allocating new buffers (any pool): callers timing a take split it off. */
+  private static final ThreadLocal<long[]> ALLOCATING = ThreadLocal.withInitial(() -> new long[1]);
+
+  /** This thread's allocation time so far, in nanoseconds; the difference over a call is that call's share. */
+  public static long allocatingNanos() {
+    return ALLOCATING.get()[0];
   }
 
   /** Returns a buffer taken with {@code key}. */

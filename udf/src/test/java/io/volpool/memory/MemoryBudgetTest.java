@@ -102,4 +102,37 @@ class MemoryBudgetTest {
     assertThat(b.used()).isZero();
     assertThatThrownBy(() -> pool.take(300L, false, () -> "after close")).isInstanceOf(IllegalStateException.class);
   }
+
+  @Test
+  void aTakeThatAllocatesCountsItsAllocationTimeApartFromWaiting() {
+    MemoryBudget b = new MemoryBudget(1000);
+    BufferPool<Long, byte[]> pool = new BufferPool<>(b, new BufferPool.Allocator<>() {
+      @Override
+      public long bytes(Long key) {
+        return key;
+      }
+
+      @Override
+      public byte[] allocate(Long key) {
+        try {
+          Thread.sleep(60); // as slow as pinning memory can be
+        } catch (InterruptedException e) {
+          throw new IllegalStateException(e);
+        }
+        return new byte[key.intValue()];
+      }
+
+      @Override
+      public void free(byte[] buffer) {}
+    });
+    long a0 = BufferPool.allocatingNanos();
+    byte[] x = pool.take(100L, false, () -> "x");
+    long allocated = BufferPool.allocatingNanos() - a0;
+    assertThat(allocated).as("a new buffer's allocation is counted").isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(60));
+    pool.give(100L, x);
+    long a1 = BufferPool.allocatingNanos();
+    assertThat(pool.take(100L, false, () -> "again")).isSameAs(x);
+    assertThat(BufferPool.allocatingNanos() - a1).as("reusing an idle buffer allocates nothing").isZero();
+    pool.close();
+  }
 }
