@@ -188,8 +188,10 @@ public final class StagedOutput implements AutoCloseable {
     }
     Optional<String> dead = lockDead(fs, lock);
     if (dead.isPresent()) {
-      LOG.warn("volpool: removing the commit lock {} of {}: {}", lock, owner.get(), dead.get());
-      fs.delete(lock, false);
+      if (!dead.get().equals("released")) {
+        LOG.warn("volpool: removing the commit lock {} of {}: {}", lock, owner.get(), dead.get());
+        fs.delete(lock, false);
+      }
     } else {
       LOG.warn("volpool: {} is committing to {} right now (lock {}); this run will commit after it", owner.get(), out,
           lock);
