@@ -118,7 +118,7 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
         + " s: the job asks for " + requested + " and the cluster offered: " + seen + ". Workers without GPUs cannot"
         + " run GPU executors: check the workers' GPU discovery (spark.worker.resource.gpu.discoveryScript, e.g."
         + " scripts/get-gpus-resources.sh), lower the resource amounts, or drop spark.executor.resource.gpu.* and run"
-        + (" with " + VolpoolOptions.DEVICE.key() + "=cpu; " + VolpoolOptions.RESOURCE_TIMEOUT.key() + " sets how long to wait"));
+        + " with " + VolpoolOptions.DEVICE.key() + "=cpu; " + VolpoolOptions.RESOURCE_TIMEOUT.key() + " sets how long to wait");
   }
 
   @Override

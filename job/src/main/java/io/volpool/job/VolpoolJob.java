@@ -167,7 +167,9 @@ public final class VolpoolJob {
       PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.fusedWeights(), VolpoolOptions.FUSED_WEIGHTS.key(), conf);
     }
     refuseLocalOutputOnCluster(spark.sparkContext().master(), s, conf);
-    if (s.device().equals("gpu") && spark.sparkContext().master().startsWith("local")) {
+    // in local mode the driver is the executor: what an executor would refuse is refused here, before any work
+    boolean local = spark.sparkContext().master().startsWith("local");
+    if (s.device().equals("gpu") && local) {
       // the driver is the executor: say it once here rather than in a failed task's stack trace
       io.volpool.backend.Backends.requireGpu();
     }
@@ -225,14 +227,14 @@ public final class VolpoolJob {
     RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuMemoryFraction(),
         s.memoryBudget(), s.inputFormat(), layout, s.npyMaxHeaderBytes(), npyOut ? 0 : ParquetBatchWriter.GAP,
         s.outputRowBytes());
-    if (spark.sparkContext().master().startsWith("local")) {
-      spec.executorBudgetBytes(); // the driver is the executor: refuse a budget its heap cannot hold before any work
+    if (local) {
+      spec.executorBudgetBytes(); // a budget the heap cannot hold
     }
     StagedOutput out = StagedOutput.prepare(s.output(), s.overwrite(), conf);
     JobMetrics metrics = JobMetrics.register(spark.sparkContext());
     LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}", s.input(),
         out.output(), describe(pipeline), s.device(), plan.files(), plan.tasks().size(), out.staging());
-    boolean cluster = !spark.sparkContext().master().startsWith("local");
+    boolean cluster = !local;
     try (Progress progress = new Progress(spark.sparkContext(), metrics, plan.rows(),
         planeRows ? "rows" : "volumes", t0);
         ResourceWatch watch = cluster && !plan.tasks().isEmpty()

@@ -218,7 +218,7 @@ public final class VolpoolMain {
     }
     err.println("volpool: WARNING: ignoring " + String.join(", ", dropped) + " on the local master "
         + conf.get("spark.master") + ": local mode offers no resources, so tasks asking for them would wait for ever."
-        + (" " + VolpoolOptions.DEVICE.key() + " still chooses the GPU; these settings (conf/spark-gpu.properties) are for clusters"));
+        + " " + VolpoolOptions.DEVICE.key() + " still chooses the GPU; these settings (conf/spark-gpu.properties) are for clusters");
   }
 
   /**
@@ -260,8 +260,8 @@ public final class VolpoolMain {
       }
       if (c instanceof NoInputException) {
         err.println("volpool: FAILED: " + text(c));
-        err.println(("volpool: nothing was written; point " + VolpoolOptions.INPUT.key() + " at a folder of Parquet files, or of .npy")
-            + (" files with " + VolpoolOptions.INPUT_FORMAT.key() + "=npy"));
+        err.println("volpool: nothing was written; point " + VolpoolOptions.INPUT.key() + " at a folder of Parquet files, or of .npy"
+            + " files with " + VolpoolOptions.INPUT_FORMAT.key() + "=npy");
         return EXIT_BAD_RECORD;
       }
       Matcher gpu = NO_GPU.matcher(String.valueOf(c.getMessage()));
@@ -269,7 +269,7 @@ public final class VolpoolMain {
         // the same one line in every task of a JVM; the environment, not the data: a retry cannot help
         err.println("volpool: FAILED: " + (c instanceof DeviceUnavailableException ? text(c) : gpu.group()));
         err.println("volpool: nothing was written; run on a host with an NVIDIA GPU and driver (see \"On GPUs\" in"
-            + (" README.md), or set " + VolpoolOptions.DEVICE.key() + "=auto or cpu"));
+            + " README.md), or set " + VolpoolOptions.DEVICE.key() + "=auto or cpu");
         return EXIT_ENVIRONMENT;
       }
       if (c instanceof BadRecordException || c instanceof CorruptInputException) {
@@ -284,7 +284,7 @@ public final class VolpoolMain {
           || String.valueOf(c.getMessage()).contains("exited with code 52")) {
         err.println("volpool: FAILED: a JVM ran out of memory (" + text(c).lines().findFirst().orElse("") + "); give the"
             + " driver and executors more memory (VOLPOOL_JAVA_OPTS=-Xmx16g for scripts/volpool, spark.executor.memory on"
-            + (" a cluster) or lower " + VolpoolOptions.MEMORY_BUDGET.key() + " or " + VolpoolOptions.BATCH_SIZE.key() + "; see \"Memory\" in README.md"));
+            + " a cluster) or lower " + VolpoolOptions.MEMORY_BUDGET.key() + " or " + VolpoolOptions.BATCH_SIZE.key() + "; see \"Memory\" in README.md");
         return EXIT_FAILED;
       }
     }
@@ -324,9 +324,9 @@ public final class VolpoolMain {
 
   static String usage() {
     return String.join("\n",
-        ("usage: scripts/volpool [--master URL] [--properties-file FILE] [--conf " + VolpoolOptions.PREFIX + "KEY=VALUE]..."),
+        "usage: scripts/volpool [--master URL] [--properties-file FILE] [--conf " + VolpoolOptions.PREFIX + "KEY=VALUE]...",
         "       spark-submit --class io.volpool.job.VolpoolMain [spark options] volpool-job-*-spark.jar",
-        ("Runs the volpool pipeline over a dataset of 3D volumes. Settings (" + VolpoolOptions.PREFIX + "*):"),
+        "Runs the volpool pipeline over a dataset of 3D volumes. Settings (" + VolpoolOptions.PREFIX + "*):",
         VolpoolOptions.markdownTable());
   }
 }

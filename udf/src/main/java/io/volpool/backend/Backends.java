@@ -56,12 +56,12 @@ public final class Backends {
   private static Backend create(String device, int cpuThreads, double gpuMemoryFraction, MemoryBudget budget) {
     switch (device) {
       case "cpu":
-        LOG.info(("volpool backend: CPU with {} threads (" + VolpoolOptions.DEVICE.key() + "=cpu)"), cpuThreads);
+        LOG.info("volpool backend: CPU with {} threads (" + VolpoolOptions.DEVICE.key() + "=cpu)", cpuThreads);
         return CpuBackend.fast(cpuThreads, budget);
       case "gpu":
         try {
           Backend g = CudaBackend.create(gpuMemoryFraction, budget);
-          LOG.info(("volpool backend: CUDA, {} device(s) visible (" + VolpoolOptions.DEVICE.key() + "=gpu)"), g.deviceCount());
+          LOG.info("volpool backend: CUDA, {} device(s) visible (" + VolpoolOptions.DEVICE.key() + "=gpu)", g.deviceCount());
           return g;
         } catch (CudaUnavailableException e) {
           throw new DeviceUnavailableException(e.getMessage(), null);
@@ -69,7 +69,7 @@ public final class Backends {
       case "auto":
         try {
           Backend g = CudaBackend.create(gpuMemoryFraction, budget);
-          LOG.info(("volpool backend: CUDA, {} device(s) visible (" + VolpoolOptions.DEVICE.key() + "=auto found a GPU)"), g.deviceCount());
+          LOG.info("volpool backend: CUDA, {} device(s) visible (" + VolpoolOptions.DEVICE.key() + "=auto found a GPU)", g.deviceCount());
           return g;
         } catch (CudaUnavailableException | LinkageError e) {
           LOG.warn("volpool backend: CPU, because the GPU backend is unavailable: {}. To use a GPU: run on a host"
@@ -79,7 +79,7 @@ public final class Backends {
           return CpuBackend.fast(cpuThreads, budget);
         }
       default:
-        throw new IllegalArgumentException((VolpoolOptions.DEVICE.key() + " must be auto, cpu or gpu, got '") + device + "'");
+        throw new IllegalArgumentException(VolpoolOptions.DEVICE.key() + " must be auto, cpu or gpu, got '" + device + "'");
     }
   }
 

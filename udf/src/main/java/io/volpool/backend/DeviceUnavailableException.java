@@ -10,9 +10,9 @@ import io.volpool.conf.VolpoolOptions;
 public final class DeviceUnavailableException extends IllegalStateException {
   private static final long serialVersionUID = 1L;
   /** Every message starts so; the driver finds it in a task failure's text, where only the text survives. */
-  public static final String PREFIX = (VolpoolOptions.DEVICE.key() + "=gpu but no usable CUDA GPU: ");
+  public static final String PREFIX = VolpoolOptions.DEVICE.key() + "=gpu but no usable CUDA GPU: ";
 
   public DeviceUnavailableException(String reason, Throwable cause) {
-    super(PREFIX + reason + (". Set " + VolpoolOptions.DEVICE.key() + "=auto to fall back to the CPU."), cause);
+    super(PREFIX + reason + ". Set " + VolpoolOptions.DEVICE.key() + "=auto to fall back to the CPU.", cause);
   }
 }

@@ -214,8 +214,8 @@ public final class CudaBackend implements Backend {
       throw new IllegalArgumentException("volume " + input + " through " + pipeline.describe() + " needs "
           + CudaExecutor.mib(perVolume) + " of GPU memory (input, intermediates and output) but batches on " + d.name
           + " (device " + d.ordinal + ") may take at most " + CudaExecutor.mib(d.memory.maxRequest()) + " each (half of"
-          + (" " + VolpoolOptions.GPU_MEMORY_FRACTION.key() + " of its free memory); raise " + VolpoolOptions.GPU_MEMORY_FRACTION.key() + " or use")
-          + (" " + VolpoolOptions.DEVICE.key() + "=cpu for such volumes"));
+          + " " + VolpoolOptions.GPU_MEMORY_FRACTION.key() + " of its free memory); raise " + VolpoolOptions.GPU_MEMORY_FRACTION.key() + " or use"
+          + " " + VolpoolOptions.DEVICE.key() + "=cpu for such volumes");
     }
     // grid z carries the batch in the fast kernels; one batch may take half of the device's share
     long fit = Math.min(d.memory.maxRequest() / perVolume, (Integer.MAX_VALUE - (64L << 20)) / outPerVolume);

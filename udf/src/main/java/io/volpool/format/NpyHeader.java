@@ -71,7 +71,7 @@ public record NpyHeader(String descr, int itemSize, boolean bigEndian, boolean f
     }
     if (headerLen > maxHeaderBytes) {
       throw err(name, "header is " + headerLen + " bytes, more than the " + maxHeaderBytes
-          + (" numpy reads by default (max_header_size); raise " + VolpoolOptions.NPY_MAX_HEADER.key() + " if the file is trusted"));
+          + " numpy reads by default (max_header_size); raise " + VolpoolOptions.NPY_MAX_HEADER.key() + " if the file is trusted");
     }
     if (headerStart + headerLen > fileLength || headerStart + headerLen > prefix.length) {
       throw err(name, "header length " + headerLen + " runs past the end of the file (" + fileLength + " bytes)");

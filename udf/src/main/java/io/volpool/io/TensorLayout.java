@@ -99,12 +99,12 @@ public final class TensorLayout implements Serializable {
         throw new IllegalArgumentException("cannot find the tensors in the input: expected a binary 'data' column"
             + " (with 'shape' and 'dtype') or exactly one list<float> column, found " + candidates.size()
             + " list<float> columns " + candidates + " in schema " + oneLine(schema)
-            + ("; name one with " + VolpoolOptions.INPUT_TENSOR_COLUMN.key()));
+            + "; name one with " + VolpoolOptions.INPUT_TENSOR_COLUMN.key());
       }
       tensorColumn = candidates.get(0);
     }
     if (!schema.containsField(tensorColumn)) {
-      throw new IllegalArgumentException((VolpoolOptions.INPUT_TENSOR_COLUMN.key() + "='") + tensorColumn + "' is not a column of the input ("
+      throw new IllegalArgumentException(VolpoolOptions.INPUT_TENSOR_COLUMN.key() + "='" + tensorColumn + "' is not a column of the input ("
           + oneLine(schema) + ")");
     }
     ColumnDescriptor leaf = listLeaf(schema, tensorColumn);
@@ -114,7 +114,7 @@ public final class TensorLayout implements Serializable {
     }
     if (fixedShape == null) {
       throw new IllegalArgumentException("tensor column '" + tensorColumn + "' holds flat float lists and the input has no"
-          + (" arrow.fixed_shape_tensor metadata giving their shape; set " + VolpoolOptions.INPUT_TENSOR_SHAPE.key() + "=C,D,H,W"));
+          + " arrow.fixed_shape_tensor metadata giving their shape; set " + VolpoolOptions.INPUT_TENSOR_SHAPE.key() + "=C,D,H,W");
     }
     return new TensorLayout(schema, tensorColumn, fixedShape);
   }

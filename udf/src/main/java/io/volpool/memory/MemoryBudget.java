@@ -135,7 +135,7 @@ public final class MemoryBudget {
       throw new MemoryBudgetException(what.get() + " needs " + mib(bytes) + " of " + kind + " at once, but the"
           + " budget admits at most " + mib(maxRequest()) + " per request (half of " + setting + "=" + mib(limit)
           + "); raise " + setting + " (and the memory behind it) to at least " + mib(2 * bytes)
-          + (", or lower " + VolpoolOptions.BATCH_SIZE.key()), bytes, limit);
+          + ", or lower " + VolpoolOptions.BATCH_SIZE.key(), bytes, limit);
     }
     while (!fits(bytes, use)) {
       for (Runnable e : evictors) {

@@ -102,7 +102,7 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
             // fatal errors make Spark exit the JVM with code 52 and no word of why: say it, and fail the task instead
             throw new IllegalStateException("task ran out of JVM heap (" + e.getMessage() + ") with "
                 + MemoryBudget.mib(budget.used()) + " of the " + MemoryBudget.mib(budget.limit()) + " memory budget in"
-                + (" use; give executors more memory or lower " + VolpoolOptions.MEMORY_BUDGET.key()), e);
+                + " use; give executors more memory or lower " + VolpoolOptions.MEMORY_BUDGET.key(), e);
           }
           state.sampleHeap();
           progress(runner, reported);

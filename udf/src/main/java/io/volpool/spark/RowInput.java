@@ -59,7 +59,7 @@ public final class RowInput implements VolumeInput {
                 + f.dataType().simpleString());
           }
           if (t >= 0) {
-            throw new IllegalArgumentException(("several array<float> columns; name one with " + VolpoolOptions.INPUT_TENSOR_COLUMN.key()));
+            throw new IllegalArgumentException("several array<float> columns; name one with " + VolpoolOptions.INPUT_TENSOR_COLUMN.key());
           }
           t = i;
         }
@@ -70,7 +70,7 @@ public final class RowInput implements VolumeInput {
       }
       if (fixed == null) {
         throw new IllegalArgumentException("array<float> column '" + schema.fields()[t].name() + "' needs its shape:"
-            + (" set " + VolpoolOptions.INPUT_TENSOR_SHAPE.key() + "=C,D,H,W"));
+            + " set " + VolpoolOptions.INPUT_TENSOR_SHAPE.key() + "=C,D,H,W");
       }
       return new Layout(schema, id, -1, -1, -1, t, fixed, pass(schema, -1, -1, -1, t));
     }

@@ -59,7 +59,7 @@ public final class SlabVolumes implements TaskRun {
       PhaseTimes times, String task) {
     if (!(backend instanceof CpuBackend c)) {
       throw new IllegalStateException("volumes stored across rows run in slabs on the CPU backend only in this version,"
-          + " and this executor's backend is " + backend.name(0) + ("; set " + VolpoolOptions.DEVICE.key() + "=cpu for this input"));
+          + " and this executor's backend is " + backend.name(0) + "; set " + VolpoolOptions.DEVICE.key() + "=cpu for this input");
     }
     this.volumes = volumes;
     this.input = input;

@@ -65,22 +65,7 @@ class MemoryBudgetTest {
   void idleBuffersOfAPoolAreDroppedWhenARequestFindsNoRoom() {
     MemoryBudget b = new MemoryBudget(1000);
     AtomicInteger freed = new AtomicInteger();
-    BufferPool<Long, byte[]> pool = new BufferPool<>(b, new BufferPool.Allocator<>() {
-      @Override
-      public long bytes(Long key) {
-        return key;
-      }
-
-      @Override
-      public byte[] allocate(Long key) {
-        return new byte[key.intValue()];
-      }
-
-      @Override
-      public void free(byte[] buffer) {
-        freed.incrementAndGet();
-      }
-    });
+    BufferPool<Long, byte[]> pool = new BufferPool<>(b, new Bytes(0, freed));
     byte[] a = pool.take(400L, false, () -> "a");
     byte[] c = pool.take(400L, false, () -> "c");
     pool.give(400L, a);
@@ -106,25 +91,7 @@ class MemoryBudgetTest {
   @Test
   void aTakeThatAllocatesCountsItsAllocationTimeApartFromWaiting() {
     MemoryBudget b = new MemoryBudget(1000);
-    BufferPool<Long, byte[]> pool = new BufferPool<>(b, new BufferPool.Allocator<>() {
-      @Override
-      public long bytes(Long key) {
-        return key;
-      }
-
-      @Override
-      public byte[] allocate(Long key) {
-        try {
-          Thread.sleep(60); // as slow as pinning memory can be
-        } catch (InterruptedException e) {
-          throw new IllegalStateException(e);
-        }
-        return new byte[key.intValue()];
-      }
-
-      @Override
-      public void free(byte[] buffer) {}
-    });
+    BufferPool<Long, byte[]> pool = new BufferPool<>(b, new Bytes(60, new AtomicInteger())); // as slow as pinning
     long a0 = BufferPool.allocatingNanos();
     byte[] x = pool.take(100L, false, () -> "x");
     long allocated = BufferPool.allocatingNanos() - a0;
@@ -134,5 +101,28 @@ class MemoryBudgetTest {
     assertThat(pool.take(100L, false, () -> "again")).isSameAs(x);
     assertThat(BufferPool.allocatingNanos() - a1).as("reusing an idle buffer allocates nothing").isZero();
     pool.close();
+  }
+
+  /** Heap buffers of {@code key} bytes, each allocation taking {@code millis}, counting frees. */
+  record Bytes(long millis, AtomicInteger freed) implements BufferPool.Allocator<Long, byte[]> {
+    @Override
+    public long bytes(Long key) {
+      return key;
+    }
+
+    @Override
+    public byte[] allocate(Long key) {
+      try {
+        Thread.sleep(millis);
+      } catch (InterruptedException e) {
+        throw new IllegalStateException(e);
+      }
+      return new byte[key.intValue()];
+    }
+
+    @Override
+    public void free(byte[] buffer) {
+      freed.incrementAndGet();
+    }
   }
 }

@@ -102,8 +102,8 @@ public final class JobSettings {
       int dot = rest.indexOf('.');
       String first = (dot < 0 ? rest : rest.substring(0, dot)).toLowerCase(Locale.ROOT);
       if (!first.equals("volpool") && distance(first, "volpool") <= 2) {
-        out.add("setting " + k + (" looks like a volpool setting but is not one (" + VolpoolOptions.PREFIX + "*); Spark ignores it.")
-            + (" Did you mean " + VolpoolOptions.PREFIX) + (dot < 0 ? "" : rest.substring(dot + 1)) + "?");
+        out.add("setting " + k + " looks like a volpool setting but is not one (" + VolpoolOptions.PREFIX + "*); Spark ignores it."
+            + " Did you mean " + VolpoolOptions.PREFIX + (dot < 0 ? "" : rest.substring(dot + 1)) + "?");
       }
     }
     return out;

@@ -86,8 +86,8 @@ public final class StagedOutput implements AutoCloseable {
       checkLock(fs, out);
     }
     if (fs.exists(out) && !overwrite) {
-      throw new SettingsException("output " + out + (" already exists; set " + VolpoolOptions.MODE.key() + "=overwrite")
-          + (" to replace it, or choose another " + VolpoolOptions.OUTPUT.key()));
+      throw new SettingsException("output " + out + " already exists; set " + VolpoolOptions.MODE.key() + "=overwrite"
+          + " to replace it, or choose another " + VolpoolOptions.OUTPUT.key());
     }
     Path parent = out.getParent();
     if (parent != null && !fs.exists(parent)) {
