@@ -8,6 +8,12 @@
 //   avgpool3d  = AvgPool3d(kernel, stride, padding, ceil_mode, count_include_pad)
 // The fused operator arrives pre-lowered by io.volpool.op.FusedStencil: per dimension, each pooled
 // output reads a few input positions ("taps") whose kernel weights were summed ahead of time.
+//
+// Slabs: every kernel takes a window along D (io.volpool.op.Slab). Its input buffer holds input
+// planes [inD0, inD0 + inDn) of every channel, laid out [n][C][inDn][H][W], and it writes output
+// planes [outD0, outD0 + outDn) as [n][C'][outDn][H'][W']. D and OD stay the whole volume's, and
+// every index and divisor is computed from whole-volume coordinates, so a window changes where
+// values are stored, never the arithmetic: the whole volume is the window (0, D, 0, OD).
 
 #include <stdint.h>
 #include <cuda_pipeline.h>
@@ -19,19 +25,20 @@ typedef long long i64;
 // tables (ints): startD[OD] patD[OD] offD[nPD*TD] startH[OH] patH[OH] offH[nPH*TH] startW[OW] patW[OW] offW[nPW*TW]
 // weights: [combo][ci][a][b][c][co], constant: [co]
 extern "C" __global__ void fused_generic(const float* __restrict__ x, float* __restrict__ y, int n, int cin, int cout,
-    int D, int H, int W, int OD, int OH, int OW, int TD, int TH, int TW, int nPH, int nPW,
+    int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn, int TD, int TH, int TW,
+    int nPH, int nPW,
     const int* __restrict__ startD, const int* __restrict__ patD, const int* __restrict__ offD,
     const int* __restrict__ startH, const int* __restrict__ patH, const int* __restrict__ offH,
     const int* __restrict__ startW, const int* __restrict__ patW, const int* __restrict__ offW,
     const float* __restrict__ weights, const float* __restrict__ constant) {
-  const i64 total = (i64)n * cout * OD * OH * OW;
+  const i64 total = (i64)n * cout * outDn * OH * OW;
   const i64 comboSize = (i64)cin * TD * TH * TW * cout;
-  const i64 plane = (i64)D * H * W;
+  const i64 plane = (i64)inDn * H * W;
   for (i64 idx = blockIdx.x * (i64)blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
     i64 t = idx;
     const int ow = (int)(t % OW); t /= OW;
     const int oh = (int)(t % OH); t /= OH;
-    const int od = (int)(t % OD); t /= OD;
+    const int od = outD0 + (int)(t % outDn); t /= outDn;
     const int co = (int)(t % cout);
     const i64 b = t / cout;
     const int pd = patD[od], ph = patH[oh], pw = patW[ow];
@@ -40,7 +47,7 @@ extern "C" __global__ void fused_generic(const float* __restrict__ x, float* __r
     for (int ci = 0; ci < cin; ci++) {
       const float* xc = x + (b * cin + ci) * plane;
       for (int a = 0; a < TD; a++) {
-        const int id = startD[od] + offD[pd * TD + a];
+        const int id = startD[od] + offD[pd * TD + a] - inD0;
         for (int bb = 0; bb < TH; bb++) {
           const int ih = startH[oh] + offH[ph * TH + bb];
           const float* xr = xc + ((i64)id * H + ih) * W;
@@ -70,20 +77,20 @@ struct TapWeights {
 // uniform registers (one ULDC each), so sharing every loaded weight between two outputs halves the
 // instructions per output; the kernel was issue-bound at one output per thread.
 extern "C" __global__ void __launch_bounds__(256) fused_taps2_c3_c16(const float* __restrict__ x,
-    float* __restrict__ y, int n, int D, int H, int W, int OD, int OH, int OW, int baseD, int stepD, int baseH,
-    int stepH, int baseW, int stepW, const TapWeights<3, 16> p) {
+    float* __restrict__ y, int n, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int baseD, int stepD, int baseH, int stepH, int baseW, int stepW, const TapWeights<3, 16> p) {
   constexpr int CIN = 3, COUT = 16;
-  // block (16, 16): 32 output columns (2 per thread) x 16 output rows of one output plane; grid (tiles, OD, n)
+  // block (16, 16): 32 output columns (2 per thread) x 16 output rows of one output plane; grid (tiles, outDn, n)
   const int tilesW = (OW + 31) >> 5;
   const int ow = (blockIdx.x % tilesW) * 32 + threadIdx.x * 2;
   const int oh = (blockIdx.x / tilesW) * 16 + threadIdx.y;
-  const int od = blockIdx.y;
+  const int od = outD0 + blockIdx.y;
   const i64 b = blockIdx.z;
   if (ow >= OW || oh >= OH) return;
   const bool two = ow + 1 < OW;
-  const i64 plane = (i64)D * H * W;
-  const i64 oplane = (i64)OD * OH * OW;
-  const int id = baseD + od * stepD, ih = baseH + oh * stepH, iw = baseW + ow * stepW;
+  const i64 plane = (i64)inDn * H * W;
+  const i64 oplane = (i64)outDn * OH * OW;
+  const int id = baseD + od * stepD - inD0, ih = baseH + oh * stepH, iw = baseW + ow * stepW;
   const int iw1 = two ? stepW : 0;  // second column's input offset (re-reads the first when absent)
   float v0[CIN][8], v1[CIN][8];
 #pragma unroll
@@ -101,7 +108,7 @@ extern "C" __global__ void __launch_bounds__(256) fused_taps2_c3_c16(const float
       }
     }
   }
-  float* yo = y + b * COUT * oplane + ((i64)od * OH + oh) * OW + ow;
+  float* yo = y + b * COUT * oplane + ((i64)(od - outD0) * OH + oh) * OW + ow;
 #pragma unroll
   for (int co = 0; co < COUT; co++) {
     float acc0 = p.c[co], acc1 = p.c[co];
@@ -123,19 +130,19 @@ extern "C" __global__ void __launch_bounds__(256) fused_taps2_c3_c16(const float
 // 2 x 2 block of outputs (two columns, two output planes). Neighbouring outputs share inputs, so it
 // loads 54 distinct values instead of 4 x 24, and every weight feeds four FMAs.
 extern "C" __global__ void __launch_bounds__(256) fused_taps2s1_c3_c16(const float* __restrict__ x,
-    float* __restrict__ y, int n, int D, int H, int W, int OD, int OH, int OW, int baseD, int baseH, int baseW,
-    const TapWeights<3, 16> p) {
+    float* __restrict__ y, int n, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int baseD, int baseH, int baseW, const TapWeights<3, 16> p) {
   constexpr int CIN = 3, COUT = 16;
-  // block (16, 16): 32 output columns x 16 output rows x 2 output planes; grid (tiles, ceil(OD/2), n)
+  // block (16, 16): 32 output columns x 16 output rows x 2 output planes; grid (tiles, ceil(outDn/2), n)
   const int tilesW = (OW + 31) >> 5;
   const int ow = (blockIdx.x % tilesW) * 32 + threadIdx.x * 2;
   const int oh = (blockIdx.x / tilesW) * 16 + threadIdx.y;
-  const int od = blockIdx.y * 2;
+  const int od = outD0 + blockIdx.y * 2;
   const i64 b = blockIdx.z;
   if (ow >= OW || oh >= OH) return;
-  const bool twoW = ow + 1 < OW, twoD = od + 1 < OD;
-  const i64 plane = (i64)D * H * W;
-  const int id = baseD + od, ih = baseH + oh, iw = baseW + ow;
+  const bool twoW = ow + 1 < OW, twoD = od + 1 < outD0 + outDn;
+  const i64 plane = (i64)inDn * H * W;
+  const int id = baseD + od - inD0, ih = baseH + oh, iw = baseW + ow;
   float v[CIN][3][2][3];  // [ci][plane][row][col]; the third plane/column only when the second output exists
 #pragma unroll
   for (int ci = 0; ci < CIN; ci++) {
@@ -151,8 +158,8 @@ extern "C" __global__ void __launch_bounds__(256) fused_taps2s1_c3_c16(const flo
       }
     }
   }
-  const i64 oplane = (i64)OD * OH * OW;
-  float* yo = y + b * COUT * oplane + ((i64)od * OH + oh) * OW + ow;
+  const i64 oplane = (i64)outDn * OH * OW;
+  float* yo = y + b * COUT * oplane + ((i64)(od - outD0) * OH + oh) * OW + ow;
 #pragma unroll
   for (int co = 0; co < COUT; co++) {
     float a00 = p.c[co], a01 = p.c[co], a10 = p.c[co], a11 = p.c[co];  // [plane][column]
@@ -183,24 +190,24 @@ extern "C" __global__ void __launch_bounds__(256) fused_taps2s1_c3_c16(const flo
 // ---------------------------------------------------------------------------------------------
 // avgpool3d, any parameters: one thread per output element, PyTorch's window and divisor rules.
 extern "C" __global__ void avgpool_generic(const float* __restrict__ x, float* __restrict__ y, i64 nc, int D, int H,
-    int W, int OD, int OH, int OW, int k, int s, int p, int countIncludePad) {
-  const i64 total = nc * OD * OH * OW;
+    int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn, int k, int s, int p, int countIncludePad) {
+  const i64 total = nc * outDn * OH * OW;
   for (i64 idx = blockIdx.x * (i64)blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
     i64 t = idx;
     const int ow = (int)(t % OW); t /= OW;
     const int oh = (int)(t % OH); t /= OH;
-    const int od = (int)(t % OD);
-    const i64 c = t / OD;
+    const int od = outD0 + (int)(t % outDn);
+    const i64 c = t / outDn;
     int d0 = od * s - p, h0 = oh * s - p, w0 = ow * s - p;
     int d1 = min(d0 + k, D + p), h1 = min(h0 + k, H + p), w1 = min(w0 + k, W + p);
     const int poolSize = (d1 - d0) * (h1 - h0) * (w1 - w0);
     d0 = max(d0, 0); h0 = max(h0, 0); w0 = max(w0, 0);
     d1 = min(d1, D); h1 = min(h1, H); w1 = min(w1, W);
-    const float* xc = x + c * D * (i64)H * W;
+    const float* xc = x + c * inDn * (i64)H * W;
     float sum = 0.f;
     for (int d = d0; d < d1; d++)
       for (int h = h0; h < h1; h++) {
-        const float* r = xc + ((i64)d * H + h) * W;
+        const float* r = xc + ((i64)(d - inD0) * H + h) * W;
         for (int w = w0; w < w1; w++) sum += r[w];
       }
     const int div = countIncludePad ? poolSize : (d1 - d0) * (h1 - h0) * (w1 - w0);
@@ -243,8 +250,10 @@ __device__ __forceinline__ void rows5x4(const float* __restrict__ plane, bool pl
 }
 
 extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
-    i64 nc, int D, int H, int W, int OD, int OH, int OW, int countIncludePad) {
+    i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn,
+    int countIncludePad) {
   // block (32, 4): 64 output columns (2 per lane) x 8 output rows (2 per thread); each thread marches along D
+  const int inLast = inD0 + inDn - 1;
   const int lane = threadIdx.x;
   const int colBlocks = (OW + 63) / 64;
   const int rowBlocks = (OH + 7) / 8;
@@ -260,24 +269,31 @@ extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1(const float* __
     const bool row2 = oh + 1 < OH, col2 = ow + 1 < OW;
     const int c0 = 2 * ow;
     const i64 plane = (i64)H * W;
-    const float* xc = x + c * D * plane;
-    float* yc = y + c * OD * (i64)OH * OW + (i64)oh * OW + ow;
+    const float* xc = x + c * inDn * plane - (i64)inD0 * plane;  // indexed by whole-volume plane
+    float* yc = y + c * outDn * (i64)OH * OW + (i64)oh * OW + ow;
     const float fw0 = (float)padFactor(ow, W, countIncludePad);
     const float fw1 = (float)(col2 ? padFactor(ow + 1, W, countIncludePad) : 1);
     const float fh0 = (float)padFactor(oh, H, countIncludePad);
     const float fh1 = (float)(row2 ? padFactor(oh + 1, H, countIncludePad) : 1);
     float p00 = 0.f, p01 = 0.f, p10 = 0.f, p11 = 0.f;  // window sums of plane 2*od - 1, [row][col]
-    for (int od = 0; od < OD; od++) {
+    if (outD0 > 0) {
+      // a slab after the first: plane 2*outD0 - 1 (in its window) was the last slab's, summed as it did
+      float b0[5], b1[5];
+      rows5x4(xc + (i64)(2 * outD0 - 1) * plane, true, 2 * oh - 1, H, W, c0, lane, b0, b1);
+      p00 = b0[0] + b0[1] + b0[2]; p01 = b1[0] + b1[1] + b1[2];
+      p10 = b0[2] + b0[3] + b0[4]; p11 = b1[2] + b1[3] + b1[4];
+    }
+    for (int od = outD0; od < outD0 + outDn; od++) {
       const int d = 2 * od;
       float a0[5], a1[5], b0[5], b1[5];
-      rows5x4(xc + (i64)min(d, D - 1) * plane, d < D, 2 * oh - 1, H, W, c0, lane, a0, a1);
-      rows5x4(xc + (i64)min(d + 1, D - 1) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, b0, b1);
+      rows5x4(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, a0, a1);
+      rows5x4(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, b0, b1);
       const float A00 = a0[0] + a0[1] + a0[2], A01 = a1[0] + a1[1] + a1[2];
       const float A10 = a0[2] + a0[3] + a0[4], A11 = a1[2] + a1[3] + a1[4];
       const float B00 = b0[0] + b0[1] + b0[2], B01 = b1[0] + b1[1] + b1[2];
       const float B10 = b0[2] + b0[3] + b0[4], B11 = b1[2] + b1[3] + b1[4];
       const float fd = (float)padFactor(od, D, countIncludePad);
-      float* yo = yc + (i64)od * OH * OW;
+      float* yo = yc + (i64)(od - outD0) * OH * OW;
       if (ow < OW) {
         __stcs(yo, (p00 + A00 + B00) / (fh0 * fw0 * fd));
         if (col2) __stcs(yo + 1, (p01 + A01 + B01) / (fh0 * fw1 * fd));
@@ -308,8 +324,9 @@ constexpr int PIPE_SLOTS = 4;
 constexpr int PIPE_MAX_PLANES = 7;
 
 extern "C" __global__ void __launch_bounds__(256, 2) pipeline_taps2_c3_c16(const float* __restrict__ x,
-    float* __restrict__ y, int n, int D, int H, int W, int FD, int FH, int FW, int PD, int PH, int PW, int baseD,
-    int baseH, int baseW, int k, int s, int pad, int ceilMode, int countIncludePad, const TapWeights<3, 16> p) {
+    float* __restrict__ y, int n, int D, int H, int W, int FD, int FH, int FW, int PD, int PH, int PW, int inD0,
+    int inDn, int outD0, int outDn, int baseD, int baseH, int baseW, int k, int s, int pad, int ceilMode,
+    int countIncludePad, const TapWeights<3, 16> p) {
   constexpr int CIN = 3, COUT = 16;
   extern __shared__ float4 smem4[];
   float* tile = reinterpret_cast<float*>(smem4);
@@ -318,7 +335,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) pipeline_taps2_c3_c16(const
   const int NP = s + k + 1, R = (TH - 1) * s + k + 1;
   const int tilesW = (PW + TW - 1) / TW;
   const int tw0 = (blockIdx.x % tilesW) * TW, th0 = (blockIdx.x / tilesW) * TH;
-  const int pd0 = blockIdx.y * 2;
+  const int pd0 = outD0 + blockIdx.y * 2;
   const i64 b = blockIdx.z;
   const int fd0 = pd0 * s - pad, fh0 = th0 * s - pad, fw0 = tw0 * s - pad;
   const int oD = baseD + fd0, oH = baseH + fh0, oWn = baseW + fw0;
@@ -340,9 +357,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) pipeline_taps2_c3_c16(const
   const i64 plane = (i64)H * W;
   for (int ci = 0; ci < CIN; ci++) {
     for (int pl = 0; pl < NP; pl++) {
+      // planes outside the slab's window (inside [0, D)) are read by no output of the slab: staged as zeros
       const int gd = oD + pl;
-      const bool dOk = gd >= 0 && gd < D;
-      const float* src = x + ((b * CIN + ci) * D + (dOk ? gd : 0)) * plane;
+      const bool dOk = gd >= inD0 && gd < inD0 + inDn;
+      const float* src = x + ((b * CIN + ci) * inDn + (dOk ? gd - inD0 : 0)) * plane;
       float* dst = tile + (ci * NP + pl) * R * C;
 #pragma unroll
       for (int j = 0; j < PIPE_SLOTS; j++) {
@@ -358,7 +376,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) pipeline_taps2_c3_c16(const
   __syncthreads();
   const int pw = tw0 + threadIdx.x, ph = th0 + threadIdx.y;
   if (pw >= PW || ph >= PH) return;
-  const bool two = pd0 + 1 < PD;
+  const bool two = pd0 + 1 < outD0 + outDn;
   // pooled windows over the fused output, PyTorch's rules; h and w are shared by both points
   int h0 = ph * s - pad, w0 = pw * s - pad;
   int h1 = min(h0 + k, FH + pad), w1 = min(w0 + k, FW + pad);
@@ -447,8 +465,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) pipeline_taps2_c3_c16(const
         acc1[co] = fmaf(Y1[tap], w, acc1[co]);
       }
   }
-  const i64 oplane = (i64)PD * PH * PW;
-  float* yo = y + b * COUT * oplane + ((i64)pd0 * PH + ph) * PW + pw;
+  const i64 oplane = (i64)outDn * PH * PW;
+  float* yo = y + b * COUT * oplane + ((i64)(pd0 - outD0) * PH + ph) * PW + pw;
 #pragma unroll
   for (int co = 0; co < COUT; co++) {
     __stcs(yo + co * oplane, acc0[co] * inv[0]);

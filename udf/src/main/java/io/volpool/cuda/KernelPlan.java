@@ -212,6 +212,15 @@ public final class KernelPlan {
     return steps;
   }
 
+  /** Every stage's window over the whole volume (what a batch of whole volumes runs). */
+  public io.volpool.op.Slab[] wholeSlabs() {
+    io.volpool.op.Slab[] w = new io.volpool.op.Slab[shapes.size() - 1];
+    for (int i = 0; i < w.length; i++) {
+      w[i] = io.volpool.op.Slab.whole(shapes.get(i), shapes.get(i + 1));
+    }
+    return w;
+  }
+
   /** The buffer holding the final output. */
   public int outputBuffer() {
     return steps.isEmpty() ? 0 : steps.get(steps.size() - 1).dst();
