@@ -1,6 +1,5 @@
 package io.volpool.job;
 
-import io.volpool.cpu.CpuBackend;
 import io.volpool.format.SafeTensors;
 import io.volpool.job.config.JobSettings;
 import io.volpool.conf.SettingsException;
@@ -94,15 +93,6 @@ public final class Volpool {
   }
 
   private static final ConcurrentHashMap<String, FusedOp> MODELS = new ConcurrentHashMap<>();
-  private static CpuBackend cpu;
-
-  private static synchronized CpuBackend cpu() {
-    if (cpu == null) {
-      cpu = CpuBackend.fast(1);
-    }
-    return cpu;
-  }
-
   /**
    * Registers {@code volpool_avgpool3d(data, shape, kernel, stride, padding)},
    * {@code volpool_avgpool3d_full(data, shape, kernel, stride, padding, ceil_mode, count_include_pad)} and
@@ -197,7 +187,7 @@ public final class Volpool {
     float[] x = new float[(int) in.numel()];
     ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(x);
     VolumeShape os = p.outputShape(in);
-    float[] y = cpu().run(p, in, x, 1);
+    float[] y = io.volpool.exec.Backends.runOneOnCpu(p, in, x);
     RUNS.incrementAndGet();
     ByteBuffer out = ByteBuffer.allocate(y.length * 4).order(ByteOrder.LITTLE_ENDIAN);
     out.asFloatBuffer().put(y);

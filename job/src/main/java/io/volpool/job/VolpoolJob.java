@@ -22,7 +22,7 @@ import io.volpool.op.FusedOp;
 import io.volpool.op.Pipeline;
 import io.volpool.op.Stage;
 import io.volpool.op.VolumeShape;
-import io.volpool.spark.BatchRunner;
+import io.volpool.exec.BatchRunner;
 import io.volpool.spark.JobMetrics;
 import io.volpool.spark.PartitionRunner;
 import io.volpool.spark.RunSpec;
@@ -171,7 +171,7 @@ public final class VolpoolJob {
     boolean local = spark.sparkContext().master().startsWith("local");
     if (s.device().equals("gpu") && local) {
       // the driver is the executor: say it once here rather than in a failed task's stack trace
-      io.volpool.backend.Backends.requireGpu();
+      io.volpool.exec.Backends.requireGpu();
     }
     Pipeline pipeline = pipeline(s, conf);
     Path inputPath = new Path(s.input());

@@ -1,6 +1,6 @@
 package io.volpool.job;
 
-import io.volpool.backend.Backends;
+import io.volpool.exec.Backends;
 import io.volpool.backend.DeviceUnavailableException;
 import io.volpool.job.io.NoInputException;
 import io.volpool.job.config.JobSettings;

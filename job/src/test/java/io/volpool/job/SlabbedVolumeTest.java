@@ -43,9 +43,9 @@ class SlabbedVolumeTest {
     Path whole = tmp.resolve("whole");
     Path slabs = tmp.resolve("slabs");
     SparkTests.Result a = SparkTests.run(SparkTests.conf("input", rows.toString(), "output", whole.toString(),
-        "pipeline", "avgpool3d", "device", "cpu"));
+        "pipeline", "avgpool3d", "device", SparkTests.device()));
     SparkTests.Result b = SparkTests.run(SparkTests.conf("input", rows.toString(), "output", slabs.toString(),
-        "pipeline", "avgpool3d", "device", "cpu", "memory.budget", "16m"));
+        "pipeline", "avgpool3d", "device", SparkTests.device(), "memory.budget", "16m"));
     assertThat(a.code()).as(a.err()).isZero();
     assertThat(b.code()).as(b.err()).isZero();
     assertThat(a.out()).doesNotContain("slabbed");
@@ -72,7 +72,7 @@ class SlabbedVolumeTest {
         "output", rows.toString(), "output.format", "parquet", "pipeline", "identity", "output.compression", "snappy"));
     assertThat(w.code()).as(w.err()).isZero();
     SparkTests.Result b = SparkTests.run(SparkTests.conf("input", rows.toString(), "output", tmp.resolve("o").toString(),
-        "pipeline", "avgpool3d", "device", "cpu", "memory.budget", "16m"));
+        "pipeline", "avgpool3d", "device", SparkTests.device(), "memory.budget", "16m"));
     assertThat(b.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
     assertThat(b.err()).contains("a Parquet page of").contains("needs 32.0 MiB").contains("spark.volpool.memory.budget");
   }
@@ -102,9 +102,9 @@ class SlabbedVolumeTest {
       }
     }
     SparkTests.Result a = SparkTests.run(SparkTests.conf("input", in.getParent().toString(), "output",
-        tmp.resolve("whole").toString(), "pipeline", "avgpool3d", "device", "cpu", "input.tensorShape", "4,32,128,128"));
+        tmp.resolve("whole").toString(), "pipeline", "avgpool3d", "device", SparkTests.device(), "input.tensorShape", "4,32,128,128"));
     SparkTests.Result b = SparkTests.run(SparkTests.conf("input", in.getParent().toString(), "output",
-        tmp.resolve("slabs").toString(), "pipeline", "avgpool3d", "device", "cpu", "input.tensorShape", "4,32,128,128",
+        tmp.resolve("slabs").toString(), "pipeline", "avgpool3d", "device", SparkTests.device(), "input.tensorShape", "4,32,128,128",
         "memory.budget", "16m"));
     assertThat(a.code()).as(a.err()).isZero();
     assertThat(b.code()).as(b.err()).isZero();
@@ -158,9 +158,9 @@ class SlabbedVolumeTest {
       }
     }
     SparkTests.Result a = SparkTests.run(SparkTests.conf("input", tmp.resolve("npy").toString(), "input.format", "npy",
-        "output", tmp.resolve("whole").toString(), "pipeline", "avgpool3d", "device", "cpu"));
+        "output", tmp.resolve("whole").toString(), "pipeline", "avgpool3d", "device", SparkTests.device()));
     SparkTests.Result b = SparkTests.run(SparkTests.conf("input", tmp.resolve("npy").toString(), "input.format", "npy",
-        "output", tmp.resolve("slabs").toString(), "pipeline", "avgpool3d", "device", "cpu", "memory.budget", "16m"));
+        "output", tmp.resolve("slabs").toString(), "pipeline", "avgpool3d", "device", SparkTests.device(), "memory.budget", "16m"));
     assertThat(a.code()).as(a.err()).isZero();
     assertThat(b.code()).as(b.err()).isZero();
     assertThat(b.out()).contains("2 slabbed");

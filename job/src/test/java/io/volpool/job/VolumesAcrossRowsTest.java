@@ -179,7 +179,7 @@ class VolumesAcrossRowsTest {
     write(tmp.resolve("in/sub/two.parquet"), parts.subList(5, parts.size()), CompressionCodecName.SNAPPY);
     Path out = tmp.resolve("out");
     SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", out.toString(),
-        "pipeline", "avgpool3d", "memory.budget", "96m", "output.rowBytes", "1m", "device", "cpu"));
+        "pipeline", "avgpool3d", "memory.budget", "96m", "output.rowBytes", "1m", "device", SparkTests.device()));
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("volumes       2 in, 2 out").contains("2 slabbed")
         .contains("rows          10 in, ").contains("(the input holds 2 volumes stored across rows)");
@@ -197,7 +197,7 @@ class VolumesAcrossRowsTest {
   }
 
   static Map<String, String> seedConf(Path in, Path out) {
-    return SparkTests.conf("input", in.toString(), "output", out.toString(), "pipeline", "avgpool3d", "device", "cpu");
+    return SparkTests.conf("input", in.toString(), "output", out.toString(), "pipeline", "avgpool3d", "device", SparkTests.device());
   }
 
   @Test
@@ -252,7 +252,7 @@ class VolumesAcrossRowsTest {
     write(tmp.resolve("in/big.parquet"), parts, CompressionCodecName.UNCOMPRESSED, 1);
     Path out = tmp.resolve("out");
     SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", out.toString(),
-        "pipeline", "avgpool3d", "memory.budget", "256m", "output.rowBytes", "16m", "device", "cpu"));
+        "pipeline", "avgpool3d", "memory.budget", "256m", "output.rowBytes", "16m", "device", SparkTests.device()));
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("volumes       1 in, 1 out").contains("rows          64 in, 19 out")
         .contains("2304.0 MiB in, 288.0 MiB out");
@@ -310,7 +310,7 @@ class VolumesAcrossRowsTest {
       Path out = tmp.resolve("out-" + budget);
       SparkTests.Result r = SparkTests.run(SparkTests.conf("input", rows.toString(), "output", out.toString(),
           "pipeline", "avgpool3d", "output.layout", "rows", "output.rowBytes", "1m", "memory.budget", budget,
-          "device", "cpu"));
+          "device", SparkTests.device()));
       assertThat(r.code()).as(r.err()).isZero();
       assertThat(r.out()).contains("volumes       2 in, 2 out").contains("rows          2 in, 4 out");
       if (budget.equals("16m")) {
@@ -322,7 +322,7 @@ class VolumesAcrossRowsTest {
       assertBitIdentical(got.get("small.npy"), wantSmall, "small.npy, budget " + budget);
     }
     SparkTests.Result bad = SparkTests.run(SparkTests.conf("input", tmp.resolve("out-auto").toString(), "output",
-        tmp.resolve("again").toString(), "pipeline", "identity", "output.layout", "volume", "device", "cpu"));
+        tmp.resolve("again").toString(), "pipeline", "identity", "output.layout", "volume", "device", SparkTests.device()));
     assertThat(bad.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
     assertThat(bad.err()).contains("spark.volpool.output.layout=volume").contains("stored across rows");
   }
@@ -339,13 +339,12 @@ class VolumesAcrossRowsTest {
     io.volpool.spark.TaskPlan plan = io.volpool.job.io.PlaneRowPlanner.plan(tmp.resolve("in").toString(), layout, conf,
         128L << 20, 4L << 20, 1).tasks().get(0);
     Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
-    io.volpool.spark.RunSpec spec = new io.volpool.spark.RunSpec(p, "cpu", 0, 1, 0.5, 4L << 20, "parquet", layout, 10000,
-        io.volpool.io.ParquetBatchWriter.GAP, 1L << 20);
+    io.volpool.exec.EngineSpec spec = new io.volpool.exec.EngineSpec(p, 0, io.volpool.io.ParquetBatchWriter.GAP, 1L << 20);
     io.volpool.memory.MemoryBudget budget = new io.volpool.memory.MemoryBudget(4L << 20);
     List<Long> seen = new ArrayList<>();
     try (CpuBackend cpu = CpuBackend.fast(1, budget);
-        io.volpool.spark.SlabVolumes run = new io.volpool.spark.SlabVolumes(plan.volumes(),
-            new io.volpool.io.PlaneRowsInput(layout, conf, budget, new io.volpool.backend.PhaseTimes()), cpu, spec, budget,
+        io.volpool.exec.SlabVolumes run = new io.volpool.exec.SlabVolumes(plan.volumes(),
+            new io.volpool.io.PlaneRowsInput(layout, conf, budget, new io.volpool.backend.PhaseTimes()), cpu, 0, spec, budget,
             new io.volpool.backend.PhaseTimes(), "test")) {
       run.onRead(() -> seen.add(run.bytesIn()));
       while (run.next() != null) {

@@ -1,6 +1,7 @@
 package io.volpool.backend;
 
 import io.volpool.op.Pipeline;
+import io.volpool.op.SlabPlan;
 import io.volpool.op.VolumeShape;
 
 /**
@@ -18,16 +19,50 @@ public interface Backend extends AutoCloseable {
   int deviceCount();
 
   /**
-   * Opens an executor for {@code pipeline} on volumes of shape {@code input} on {@code device}, with
-   * batches of up to {@code maxBatch} volumes. Each output volume is preceded by {@code outputGap}
-   * bytes the caller may use (a Parquet value's length prefix). The caller owns the executor.
+   * The one place that decides how volumes of {@code input} run through {@code pipeline} here:
+   * whole, in batches (of {@code batchSize} when the user set one, else of the backend's choosing,
+   * within one request of {@code budget} and the device), or one at a time in slabs along D when one
+   * volume would need more than a batch may hold (host budget, device memory, or one buffer).
    *
-   * @throws IllegalArgumentException when the pipeline cannot take this shape, or a volume cannot fit
+   * @param batchSize the user's batch size, or 0 for the backend's choice
+   * @param outputGap bytes before each output volume (a Parquet value's length prefix)
+   * @throws IllegalArgumentException when the pipeline cannot take this shape
+   * @throws io.volpool.memory.MemoryBudgetException when not even a slab of one output plane fits
+   */
+  VolumePlan plan(Pipeline pipeline, VolumeShape input, int batchSize, int device, int outputGap,
+      io.volpool.memory.MemoryBudget budget);
+
+  /**
+   * Opens an executor for {@code pipeline} on volumes of shape {@code input} on {@code device}, with
+   * batches of up to {@code maxBatch} volumes, as {@link #plan} chose. Each output volume is preceded
+   * by {@code outputGap} bytes the caller may use (a Parquet value's length prefix). The caller owns
+   * the executor.
+   *
+   * @throws IllegalArgumentException when the pipeline cannot take this shape, or the batch cannot fit
    */
   BatchExecutor open(Pipeline pipeline, VolumeShape input, int maxBatch, int device, int outputGap);
 
-  /** The batch size this backend suggests when the user sets none, for volumes of this shape. */
-  int suggestBatch(Pipeline pipeline, VolumeShape input, int device);
+  /** Host bytes from the memory budget that a {@link SlabRun} of {@code planes} output planes holds. */
+  long slabBytes(SlabPlan plan, int planes);
+
+  /**
+   * The most output planes per slab whose buffers fit {@code hostBytes} of the memory budget (and,
+   * on a GPU, the device's share); 0 when not even one plane does.
+   */
+  int slabPlanes(SlabPlan plan, long hostBytes, int device);
+
+  /**
+   * Starts one volume through {@code plan} in slabs of {@code planes} output planes on {@code device},
+   * reading {@code src} forward and handing each slab's output to {@code dst}; its buffers are taken
+   * from the budget (waiting for room: call it holding no batch). The caller drives and closes it.
+   */
+  SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device);
+
+  /**
+   * The device index of a task that Spark gave the GPU {@code gpuAddress} (null when it gave none):
+   * the CPU backend has one device, 0.
+   */
+  int deviceFor(String gpuAddress);
 
   @Override
   void close();

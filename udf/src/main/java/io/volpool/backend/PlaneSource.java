@@ -16,10 +16,20 @@ public interface PlaneSource extends AutoCloseable {
 
   /**
    * Reads planes {@code [d0, d1)} of every channel: plane {@code d} of channel {@code c} goes to
-   * {@code dst[c * channelStride + at + (d - d0) * H * W]}. Calls go forward: {@code d0} is at least
-   * the previous call's {@code d1} (planes in between, which no output reads, are skipped).
+   * {@code dst} at index {@code c * channelStride + at + (d - d0) * H * W} (absolute indices; a heap
+   * window on the CPU, pinned memory on the GPU). Calls go forward: {@code d0} is at least the
+   * previous call's {@code d1} (planes in between, which no output reads, are skipped).
    */
-  void read(int d0, int d1, float[] dst, int at, int channelStride);
+  void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride);
+
+  /**
+   * {@link #read(int, int, java.nio.FloatBuffer, int, int)} into little-endian bytes (a pinned window
+   * on the GPU), float index {@code i} at byte {@code 4 i}: sources that read a file by position
+   * override it to read straight into {@code dst}, with no copy on the way.
+   */
+  default void read(int d0, int d1, java.nio.ByteBuffer dst, int at, int channelStride) {
+    read(d0, d1, dst.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN).asFloatBuffer(), at, channelStride);
+  }
 
   @Override
   void close();

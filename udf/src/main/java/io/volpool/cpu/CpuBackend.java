@@ -8,6 +8,9 @@ import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.PlaneSink;
 import io.volpool.backend.PlaneSource;
+import io.volpool.backend.SlabInput;
+import io.volpool.backend.SlabRun;
+import io.volpool.backend.VolumePlan;
 import io.volpool.backend.VolumeSink;
 import io.volpool.memory.BufferPool;
 import io.volpool.memory.MemoryBudget;
@@ -20,6 +23,7 @@ import io.volpool.op.Stage;
 import io.volpool.op.VolumeShape;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
 import java.util.List;
 import java.util.concurrent.ForkJoinPool;
 
@@ -28,7 +32,7 @@ import java.util.concurrent.ForkJoinPool;
  * Readers write volumes straight into the batch's first float array (converted from little-endian
  * bytes on the way in); the last stage's floats are written to a byte buffer with the caller's gap
  * before each volume. Owns the thread pool of the fast kernels and a pool of batch buffers counted
- * against the memory budget; one instance per JVM, closed by {@link io.volpool.backend.Backends}.
+ * against the memory budget; one instance per JVM, closed by {@link io.volpool.exec.Backends}.
  */
 public final class CpuBackend implements Backend {
   /** Target bytes of the largest per-stage array of one batch when the user sets no batch size. */
@@ -108,12 +112,6 @@ public final class CpuBackend implements Backend {
   }
 
   @Override
-  public int suggestBatch(Pipeline pipeline, VolumeShape input, int device) {
-    long largest = pipeline.shapes(input).stream().mapToLong(VolumeShape::bytes).max().orElse(input.bytes());
-    return (int) Math.max(1, Math.min(1024, AUTO_BATCH_BYTES / largest));
-  }
-
-  @Override
   public BatchExecutor open(Pipeline pipeline, VolumeShape input, int maxBatch, int device, int outputGap) {
     return new Executor(pipeline, input, maxBatch, outputGap);
   }
@@ -163,23 +161,28 @@ public final class CpuBackend implements Backend {
     return floats * Float.BYTES + n * (gap + o.bytes());
   }
 
-  /** Host bytes {@link #runSlabs} holds for slabs of {@code planes} output planes. */
-  public static long slabBytes(SlabPlan plan, int planes) {
+  @Override
+  public long slabBytes(SlabPlan plan, int planes) {
     int t = Math.min(planes, plan.output().d());
-    long floats = Slab.floats(plan.input(), plan.widestInput(0, t)) + Slab.floats(plan.output(), t);
-    for (int i = 0; i < plan.pipeline().stages().size(); i++) {
+    // two input windows (one being read ahead), one window per later stage, the output planes
+    long floats = 2 * SlabInput.floats(plan, t) + Slab.floats(plan.output(), t);
+    for (int i = 1; i < plan.pipeline().stages().size(); i++) {
       floats += Slab.floats(plan.shape(i), plan.widestInput(i, t));
     }
     return floats * Float.BYTES;
   }
 
-  /** The most output planes per slab whose buffers ({@link #slabBytes}) fit {@code bytes}; at least 1. */
-  public static int slabPlanes(SlabPlan plan, long bytes) {
+  @Override
+  public int slabPlanes(SlabPlan plan, long hostBytes, int device) {
+    java.util.function.IntPredicate fits = t -> slabBytes(plan, t) <= hostBytes && largestSlabArray(plan, t) <= MAX_ARRAY;
+    if (!fits.test(1)) {
+      return 0;
+    }
     int lo = 1;
     int hi = plan.output().d();
     while (lo < hi) {
       int mid = (lo + hi + 1) >>> 1;
-      if (slabBytes(plan, mid) <= bytes) {
+      if (fits.test(mid)) {
         lo = mid;
       } else {
         hi = mid - 1;
@@ -188,16 +191,59 @@ public final class CpuBackend implements Backend {
     return lo;
   }
 
-  /**
-   * Runs {@code plan} over the one volume of {@code src} in slabs of {@code planes} output planes
-   * and hands each slab's output to {@code dst}, in order (see {@link SlabRun}).
-   */
-  public void runSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times) {
-    try (SlabRun run = startSlabs(plan, planes, src, dst, times)) {
-      while (run.step()) {
-        // each step hands one slab to dst
-      }
+  /** The most floats one array of a slab run of {@code t} output planes holds. */
+  private static long largestSlabArray(SlabPlan plan, int t) {
+    long most = Math.max(SlabInput.floats(plan, t), Slab.floats(plan.output(), Math.min(t, plan.output().d())));
+    for (int i = 1; i < plan.pipeline().stages().size(); i++) {
+      most = Math.max(most, Slab.floats(plan.shape(i), plan.widestInput(i, Math.min(t, plan.output().d()))));
     }
+    return most;
+  }
+
+  /** Floats the CPU backend puts in one array at most. */
+  private static final long MAX_ARRAY = Integer.MAX_VALUE - 8;
+
+  @Override
+  public VolumePlan plan(Pipeline pipeline, VolumeShape input, int batchSize, int device, int outputGap, MemoryBudget budget) {
+    List<VolumeShape> shapes = pipeline.shapes(input);
+    VolumeShape o = shapes.get(shapes.size() - 1);
+    long largest = shapes.stream().mapToLong(VolumeShape::numel).max().orElseThrow();
+    long one = batchBytes(pipeline, input, 1, outputGap);
+    if (largest > MAX_ARRAY || outputGap + o.bytes() > MAX_ARRAY || one > budget.maxRequest()) {
+      SlabPlan sp = new SlabPlan(pipeline, input);
+      int planes = requireSlabPlanes(sp, budget, device);
+      return VolumePlan.slabs(planes, "one volume needs " + MemoryBudget.mib(one) + " as a batch, more than one request"
+          + " of the " + MemoryBudget.mib(budget.limit()) + " memory budget (" + MemoryBudget.mib(budget.maxRequest()) + ")"
+          + " or one Java array: slabs of " + planes + " output planes (" + MemoryBudget.mib(slabBytes(sp, planes)) + ")");
+    }
+    long fit = Math.min(MAX_ARRAY / largest, MAX_ARRAY / (outputGap + o.bytes()));
+    if (batchSize > 0) {
+      // a set batch size is the user's to keep, up to what one array holds
+      return VolumePlan.whole((int) Math.min(batchSize, fit), "batch size set to " + batchSize);
+    }
+    long auto = Math.max(1, Math.min(1024, AUTO_BATCH_BYTES / (largest * Float.BYTES)));
+    long byBudget = Math.max(1, budget.maxRequest() / one);
+    int n = (int) Math.max(1, Math.min(Math.min(auto, byBudget), fit));
+    return VolumePlan.whole(n, "about " + MemoryBudget.mib(AUTO_BATCH_BYTES) + " per stage array, within one request of"
+        + " the memory budget");
+  }
+
+  /** The most slab planes fitting one request of {@code budget}, or a clear refusal naming the setting. */
+  int requireSlabPlanes(SlabPlan sp, MemoryBudget budget, int device) {
+    int planes = slabPlanes(sp, budget.maxRequest(), device);
+    if (planes < 1) {
+      long b = slabBytes(sp, 1);
+      throw new io.volpool.memory.MemoryBudgetException("one output plane through " + sp.pipeline().describe()
+          + " needs " + MemoryBudget.mib(b) + " of slab buffers, more than half of the "
+          + MemoryBudget.mib(budget.limit()) + " memory budget; raise " + MemoryBudget.SETTING + " (and the memory behind"
+          + " it) to at least " + MemoryBudget.mib(2 * b), b, budget.limit());
+    }
+    return planes;
+  }
+
+  @Override
+  public int deviceFor(String gpuAddress) {
+    return 0;
   }
 
   /**
@@ -205,38 +251,35 @@ public final class CpuBackend implements Backend {
    * buffers ({@link #slabBytes}) are taken from the memory budget, waiting for room: call it
    * holding no other batch.
    */
-  public SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times) {
-    return new SlabRun(plan, planes, src, dst, times);
+  @Override
+  public SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device) {
+    return new CpuSlabRun(plan, planes, src, dst, times);
   }
 
-  /**
-   * One volume through a pipeline in slabs along D. Each step reads the planes the next slab's
-   * outputs need, halo included (the planes it shares with the last slab are moved over, not read
-   * again), runs every stage on its window and hands the output planes to the sink.
-   */
-  public final class SlabRun implements AutoCloseable {
+  /** Runs {@code plan} over the one volume of {@code src} in slabs (tests and tools). */
+  public void runSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times) {
+    try (SlabRun run = startSlabs(plan, planes, src, dst, times, 0)) {
+      while (run.step()) {
+        // each step hands one slab to dst
+      }
+    }
+  }
+
+  /** One volume through a pipeline in slabs along D, every stage on the window {@link SlabInput} reads. */
+  private final class CpuSlabRun implements SlabRun {
     private final SlabPlan plan;
-    private final PlaneSource src;
     private final PlaneSink dst;
     private final PhaseTimes times;
     private final int t;
     private final long bytes;
-    private final int hw;
-    private float[] cur;
-    private float[] spare;
+    private final SlabInput input;
     private final float[][] mid;
     private final float[] out;
-    private int heldLo;
-    private int heldHi;
     private int o0;
     private boolean closed;
-    /** Filling {@code spare} with the next slab's window while this slab's kernels run, or null. */
-    private java.util.concurrent.Future<?> pendingFill;
-    private final PhaseTimes fillTimes = new PhaseTimes();
 
-    SlabRun(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times) {
+    CpuSlabRun(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times) {
       this.plan = plan;
-      this.src = src;
       this.dst = dst;
       this.times = times;
       int stages = plan.pipeline().stages().size();
@@ -246,77 +289,32 @@ public final class CpuBackend implements Backend {
       buffers.budget().acquire(bytes, MemoryBudget.Use.BATCHES, true, () -> "slabs of " + t + " output planes of volume "
           + src.record() + " " + plan.input() + " through " + plan.pipeline().describe());
       times.add(Phase.WAIT_BUDGET, System.nanoTime() - w0);
-      VolumeShape in = plan.input();
-      this.hw = in.h() * in.w();
-      this.cur = new float[Math.toIntExact(Slab.floats(in, plan.widestInput(0, t)))];
-      this.spare = new float[cur.length];
-      this.mid = new float[stages][];
-      for (int i = 1; i < stages; i++) {
-        mid[i] = new float[Math.toIntExact(Slab.floats(plan.shape(i), plan.widestInput(i, t)))];
+      try {
+        int window = Math.toIntExact(SlabInput.floats(plan, t));
+        this.input = new SlabInput(plan, t, src, times, slabReader, FloatBuffer.wrap(new float[window]),
+            FloatBuffer.wrap(new float[window]));
+        this.mid = new float[stages][];
+        for (int i = 1; i < stages; i++) {
+          mid[i] = new float[Math.toIntExact(Slab.floats(plan.shape(i), plan.widestInput(i, t)))];
+        }
+        this.out = new float[Math.toIntExact(Slab.floats(plan.output(), t))];
+      } catch (RuntimeException | Error e) {
+        buffers.budget().release(bytes, MemoryBudget.Use.BATCHES);
+        throw e;
       }
-      this.out = new float[Math.toIntExact(Slab.floats(plan.output(), t))];
     }
 
-    /** Output planes per slab. */
+    @Override
     public int planes() {
       return t;
     }
 
-    /** Host bytes the run holds. */
+    @Override
     public long bytes() {
       return bytes;
     }
 
-    /**
-     * Puts the input window of the slab starting at output plane {@code from} into {@code spare}:
-     * the planes it shares with the slab in {@code cur} copied over, the rest read from the source.
-     * Reads {@code cur} only, so it runs beside the kernels working on {@code cur}.
-     */
-    private void fill(int from, PhaseTimes t) {
-      int[] w = plan.inputPlanes(from, Math.min(plan.output().d(), from + this.t));
-      int a = w[0];
-      int b = w[1];
-      int stride = (b - a) * hw;
-      int keepLo = Math.max(a, heldLo);
-      if (keepLo < heldHi) {
-        for (int c = 0; c < plan.input().c(); c++) {
-          System.arraycopy(cur, c * (heldHi - heldLo) * hw + (keepLo - heldLo) * hw, spare, c * stride + (keepLo - a) * hw,
-              (heldHi - keepLo) * hw);
-        }
-      }
-      int read = Math.max(heldHi, a);
-      if (read < b) {
-        long r0 = System.nanoTime();
-        src.read(read, b, spare, (read - a) * hw, stride);
-        t.add(Phase.READ, System.nanoTime() - r0);
-      }
-    }
-
-    private void awaitFill() {
-      java.util.concurrent.Future<?> f = pendingFill;
-      pendingFill = null;
-      try {
-        f.get();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted while reading the next slab of " + src.record(), e);
-      } catch (java.util.concurrent.ExecutionException e) {
-        if (e.getCause() instanceof RuntimeException r) {
-          throw r;
-        }
-        if (e.getCause() instanceof Error er) {
-          throw er;
-        }
-        throw new IllegalStateException(e.getCause());
-      } finally {
-        fillTimes.moveTo(times);
-      }
-    }
-
-    /**
-     * Runs the next slab; false when every output plane has been handed over. The slab after it
-     * is read on the backend's reader thread while this one's kernels run.
-     */
+    @Override
     public boolean step() {
       int od = plan.output().d();
       if (o0 >= od) {
@@ -324,23 +322,9 @@ public final class CpuBackend implements Backend {
       }
       int stages = plan.pipeline().stages().size();
       int o1 = Math.min(od, o0 + t);
-      if (pendingFill != null) {
-        awaitFill();
-      } else {
-        fill(o0, times);
-      }
-      int[] window = plan.inputPlanes(o0, o1);
-      float[] swap = cur;
-      cur = spare;
-      spare = swap;
-      heldLo = window[0];
-      heldHi = window[1];
-      if (o1 < od) {
-        pendingFill = slabReader.submit(() -> fill(o1, fillTimes));
-      }
+      float[] x = input.next(o0).array();
       Slab[] sl = plan.slabs(o0, o1);
       long k0 = System.nanoTime();
-      float[] x = cur;
       for (int i = 0; i < stages; i++) {
         float[] y = i == stages - 1 ? out : mid[i + 1];
         apply(plan.pipeline().stages().get(i), plan.shape(i), sl[i], x, 1, y);
@@ -348,25 +332,16 @@ public final class CpuBackend implements Backend {
       }
       times.add(Phase.KERNELS, System.nanoTime() - k0);
       // the identity pipeline hands over the planes it read
-      dst.write(o0, o1, x);
+      dst.write(o0, o1, FloatBuffer.wrap(x));
       o0 = o1;
       return true;
     }
 
-    /** Gives the buffers back to the budget; safe to call twice. */
     @Override
     public void close() {
       if (!closed) {
         closed = true;
-        if (pendingFill != null) {
-          try {
-            awaitFill();
-          } catch (RuntimeException | Error e) {
-            // the run is over: the read-ahead's failure is not news
-          }
-        }
-        cur = null;
-        spare = null;
+        input.close();
         buffers.budget().release(bytes, MemoryBudget.Use.BATCHES);
       }
     }
@@ -385,13 +360,13 @@ public final class CpuBackend implements Backend {
       this.shapes = pipeline.shapes(input);
       this.gap = gap;
       long largest = shapes.stream().mapToLong(VolumeShape::numel).max().orElseThrow();
-      if (largest > Integer.MAX_VALUE - 8) {
-        throw new IllegalArgumentException("volume of shape " + input + " needs " + largest
-            + " floats in one pipeline stage; the CPU backend holds at most " + (Integer.MAX_VALUE - 8) + " per array");
-      }
       VolumeShape o = shapes.get(shapes.size() - 1);
-      long outLimit = (Integer.MAX_VALUE - 8) / (gap + o.bytes());
-      this.maxBatch = (int) Math.max(1, Math.min(Math.min(maxBatch, (Integer.MAX_VALUE - 8) / largest), outLimit));
+      if (maxBatch < 1 || maxBatch * largest > MAX_ARRAY || maxBatch * (gap + o.bytes()) > MAX_ARRAY) {
+        // plan() never asks for this: such volumes run in slabs
+        throw new IllegalArgumentException("a CPU batch of " + maxBatch + " volumes " + input + " through "
+            + pipeline.describe() + " needs more than one Java array holds (" + MAX_ARRAY + " floats or bytes)");
+      }
+      this.maxBatch = maxBatch;
       // identity: volumes go straight into the output bytes, no float arrays
       this.layout = new Layout(pipeline.stages().isEmpty() ? List.of()
           : shapes.stream().map(s -> this.maxBatch * s.numel()).toList(), this.maxBatch * (gap + o.bytes()));

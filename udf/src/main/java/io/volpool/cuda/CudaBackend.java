@@ -9,9 +9,15 @@ import static jcuda.driver.JCudaDriver.cuMemHostAlloc;
 
 import io.volpool.backend.Backend;
 import io.volpool.backend.BatchExecutor;
+import io.volpool.backend.PhaseTimes;
+import io.volpool.backend.PlaneSink;
+import io.volpool.backend.PlaneSource;
+import io.volpool.backend.SlabRun;
+import io.volpool.backend.VolumePlan;
 import io.volpool.memory.BufferPool;
 import io.volpool.memory.MemoryBudget;
 import io.volpool.op.Pipeline;
+import io.volpool.op.SlabPlan;
 import io.volpool.op.VolumeShape;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -185,19 +191,54 @@ public final class CudaBackend implements Backend {
     return b;
   }
 
-  /** Per-volume bytes of pinned host memory one batch needs (input and output). */
-  static long pinnedBytesPerVolume(KernelPlan plan) {
-    return plan.shapes().get(0).bytes() + plan.shapes().get(plan.outputBuffer()).bytes();
-  }
+
+  /** Largest output, gap included, one batch of whole volumes holds (a ByteBuffer's reach, less staging). */
+  static final long MAX_BATCH_OUTPUT = Integer.MAX_VALUE - (64L << 20);
 
   @Override
-  public int suggestBatch(Pipeline pipeline, VolumeShape input, int device) {
+  public VolumePlan plan(Pipeline pipeline, VolumeShape input, int batchSize, int device, int outputGap,
+      MemoryBudget budget) {
     KernelPlan plan = KernelPlan.of(pipeline, input);
-    long byDevice = device(device).memory.limit() / AUTO_BATCHES_PER_DEVICE / deviceBytesPerVolume(plan);
+    CudaDevice d = device(device);
+    long perVolume = deviceBytesPerVolume(plan);
+    long outPerVolume = outputGap + plan.shapes().get(plan.outputBuffer()).bytes();
+    long pinnedOne = CudaExecutor.pinnedBytes(plan, 1, outputGap);
+    if (perVolume > d.memory.maxRequest() || outPerVolume > MAX_BATCH_OUTPUT || pinnedOne > budget.maxRequest()) {
+      SlabPlan sp = new SlabPlan(pipeline, input);
+      int planes = slabPlanes(sp, budget.maxRequest(), device);
+      if (planes < 1) {
+        long host = slabBytes(sp, 1);
+        long dev = slabDeviceBytes(sp, 1);
+        throw new io.volpool.memory.MemoryBudgetException("one output plane through " + pipeline.describe()
+            + " needs " + CudaExecutor.mib(host) + " of host buffers (the budget allows "
+            + CudaExecutor.mib(budget.maxRequest()) + " per request; raise " + MemoryBudget.SETTING + ") and "
+            + CudaExecutor.mib(dev) + " on " + d.name + " (its share allows " + CudaExecutor.mib(d.memory.maxRequest())
+            + "; raise " + VolpoolOptions.GPU_MEMORY_FRACTION.key() + ")", host, budget.limit());
+      }
+      return VolumePlan.slabs(planes, "one volume needs " + CudaExecutor.mib(perVolume) + " on the GPU (a batch may"
+          + " take " + CudaExecutor.mib(d.memory.maxRequest()) + "), " + CudaExecutor.mib(outPerVolume) + " of output and "
+          + CudaExecutor.mib(pinnedOne) + " of pinned memory (one request of the budget: "
+          + CudaExecutor.mib(budget.maxRequest()) + "): slabs of " + planes + " output planes");
+    }
+    // grid z carries the batch in the fast kernels; one batch may take half of the device's share
+    long fit = Math.min(Math.min(d.memory.maxRequest() / perVolume, MAX_BATCH_OUTPUT / outPerVolume),
+        KernelPlan.MAX_GRID_YZ);
+    if (batchSize > 0) {
+      if (batchSize > fit) {
+        LOG.warn("batch of {} volumes {} does not fit the GPU's share for one batch ({}): using batches of {}", batchSize,
+            input, CudaExecutor.mib(d.memory.maxRequest()), fit);
+      }
+      return VolumePlan.whole((int) Math.min(batchSize, fit), "batch size set to " + batchSize);
+    }
+    long byDevice = d.memory.limit() / AUTO_BATCHES_PER_DEVICE / perVolume;
     long byInput = AUTO_PINNED_PER_BATCH / plan.shapes().get(0).bytes();
-    long byOutput = Math.min(AUTO_PINNED_PER_BATCH, pinned.budget().maxRequest() / 2)
-        / plan.shapes().get(plan.outputBuffer()).bytes();
-    return (int) Math.max(1, Math.min(1024, Math.min(byDevice, Math.min(byInput, byOutput))));
+    long byOutput = Math.min(AUTO_PINNED_PER_BATCH, budget.maxRequest() / 2) / plan.shapes().get(plan.outputBuffer()).bytes();
+    long n = Math.max(1, Math.min(Math.min(1024, fit), Math.min(byDevice, Math.min(byInput, byOutput))));
+    while (n > 1 && CudaExecutor.pinnedBytes(plan, (int) n, outputGap) > budget.maxRequest()) {
+      n = Math.max(1, n / 2);
+    }
+    return VolumePlan.whole((int) n, "about " + CudaExecutor.mib(AUTO_PINNED_PER_BATCH) + " of pinned input per batch,"
+        + " room for " + AUTO_BATCHES_PER_DEVICE + " batches on the device");
   }
 
   @Override
@@ -206,26 +247,73 @@ public final class CudaBackend implements Backend {
     CudaDevice d = device(device);
     long perVolume = deviceBytesPerVolume(plan);
     long outPerVolume = outputGap + plan.shapes().get(plan.outputBuffer()).bytes();
-    if (outPerVolume > Integer.MAX_VALUE - (64L << 20)) {
-      throw new IllegalArgumentException("volume " + input + " gives an output of " + outPerVolume
-          + " bytes; the GPU backend takes outputs under 2 GiB per volume");
+    if (maxBatch < 1 || maxBatch * outPerVolume > MAX_BATCH_OUTPUT || maxBatch > KernelPlan.MAX_GRID_YZ) {
+      throw new IllegalArgumentException("a GPU batch of " + maxBatch + " volumes " + input + " gives "
+          + CudaExecutor.mib(maxBatch * outPerVolume) + " of output; one batch holds under 2 GiB (plan() runs larger"
+          + " volumes in slabs)");
     }
-    if (perVolume > d.memory.maxRequest()) {
-      throw new IllegalArgumentException("volume " + input + " through " + pipeline.describe() + " needs "
-          + CudaExecutor.mib(perVolume) + " of GPU memory (input, intermediates and output) but batches on " + d.name
-          + " (device " + d.ordinal + ") may take at most " + CudaExecutor.mib(d.memory.maxRequest()) + " each (half of"
-          + " " + VolpoolOptions.GPU_MEMORY_FRACTION.key() + " of its free memory); raise " + VolpoolOptions.GPU_MEMORY_FRACTION.key() + " or use"
-          + " " + VolpoolOptions.DEVICE.key() + "=cpu for such volumes");
-    }
-    // grid z carries the batch in the fast kernels; one batch may take half of the device's share
-    long fit = Math.min(d.memory.maxRequest() / perVolume, (Integer.MAX_VALUE - (64L << 20)) / outPerVolume);
-    int batch = (int) Math.max(1, Math.min(Math.min(maxBatch, fit), KernelPlan.MAX_GRID_YZ));
-    if (batch < maxBatch) {
-      LOG.warn("batch of {} volumes {} does not fit the GPU's share for one batch ({}): using batches of {}", maxBatch,
-          input, CudaExecutor.mib(d.memory.maxRequest()), batch);
+    if (maxBatch * perVolume > d.memory.maxRequest()) {
+      throw new IllegalArgumentException("a GPU batch of " + maxBatch + " volumes " + input + " through "
+          + pipeline.describe() + " needs " + CudaExecutor.mib(maxBatch * perVolume) + " of GPU memory (input,"
+          + " intermediates and output) but batches on " + d.name + " (device " + d.ordinal + ") may take at most "
+          + CudaExecutor.mib(d.memory.maxRequest()) + " each (half of " + VolpoolOptions.GPU_MEMORY_FRACTION.key()
+          + " of its free memory); plan() runs such volumes in slabs");
     }
     LOG.debug("CUDA plan for {} on {}: {}", pipeline.describe(), input, plan.describe());
-    return new CudaExecutor(d, plan, batch, outputGap, pinned, poison);
+    return new CudaExecutor(d, plan, maxBatch, outputGap, pinned, poison);
+  }
+
+  /** Device bytes a slab run of {@code planes} output planes holds: every used buffer's window. */
+  static long slabDeviceBytes(SlabPlan sp, int planes) {
+    long b = 0;
+    for (long x : CudaSlabRun.deviceSizes(KernelPlan.of(sp.pipeline(), sp.input()), sp, planes)) {
+      b += x;
+    }
+    return b;
+  }
+
+  @Override
+  public long slabBytes(SlabPlan plan, int planes) {
+    return CudaSlabRun.hostBytes(plan, planes);
+  }
+
+  @Override
+  public int slabPlanes(SlabPlan plan, long hostBytes, int device) {
+    long dev = device(device).memory.maxRequest();
+    // the pinned block is one ByteBuffer: under 2 GiB
+    java.util.function.IntPredicate fits = t -> slabBytes(plan, t) <= Math.min(hostBytes, Integer.MAX_VALUE - 8)
+        && slabDeviceBytes(plan, t) <= dev;
+    if (!fits.test(1)) {
+      return 0;
+    }
+    int lo = 1;
+    int hi = plan.output().d();
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >>> 1;
+      if (fits.test(mid)) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+
+  @Override
+  public SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device) {
+    return new CudaSlabRun(device(device), plan, planes, src, dst, times, pinned, slabReader, poison);
+  }
+
+  /** Reads the next slab of slabbed runs while the GPU works on the current one. */
+  private final java.util.concurrent.ExecutorService slabReader = java.util.concurrent.Executors.newCachedThreadPool(r -> {
+    Thread th = new Thread(r, "volpool-gpu-slab-reader");
+    th.setDaemon(true);
+    return th;
+  });
+
+  @Override
+  public int deviceFor(String gpuAddress) {
+    return DeviceAssignment.ordinal(gpuAddress, System.getenv("CUDA_VISIBLE_DEVICES"), deviceCount);
   }
 
   /** A kernel runner for {@code plan} on {@code device}, with that device current; the caller closes it (benchmarks). */
@@ -245,6 +333,7 @@ public final class CudaBackend implements Backend {
     if (closed) {
       return;
     }
+    slabReader.shutdownNow();
     pinned.close();
     closed = true;
     for (CudaDevice d : devices.values()) {

@@ -62,13 +62,20 @@ final class CudaExecutor implements BatchExecutor {
     this.outBytes = plan.shapes().get(plan.outputBuffer()).bytes();
     this.chunk = align(Math.min(STAGING_CHUNK, maxBatch * inBytes));
     this.outAt = 2 * chunk;
-    this.hostKey = new CudaBackend.PinnedKey(device.ordinal, outAt + maxBatch * (gap + outBytes));
+    this.hostKey = new CudaBackend.PinnedKey(device.ordinal, pinnedBytes(plan, maxBatch, gap));
     java.util.List<Long> sizes = new java.util.ArrayList<>();
     for (int i = 0; i < plan.shapes().size(); i++) {
       sizes.add(plan.used(i) ? maxBatch * plan.shapes().get(i).bytes() : 0L);
     }
     this.slotKey = new DeviceSlot.Key(java.util.List.copyOf(sizes));
     this.what = "a GPU batch of " + maxBatch + " volumes " + plan.shapes().get(0) + " through " + plan.describe();
+  }
+
+  /** Pinned bytes one batch of {@code n} volumes holds: two input staging chunks, then the output with its gaps. */
+  static long pinnedBytes(KernelPlan plan, int n, int gap) {
+    long in = plan.shapes().get(0).bytes();
+    long out = plan.shapes().get(plan.outputBuffer()).bytes();
+    return 2 * align(Math.min(STAGING_CHUNK, n * in)) + n * (gap + out);
   }
 
   private static long align(long b) {

@@ -198,7 +198,7 @@ public final class PlaneRowsInput implements AutoCloseable {
     }
 
     @Override
-    public void read(int d0, int d1, float[] dst, int at, int channelStride) {
+    public void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride) {
       int d = d0;
       while (d < d1) {
         while (row == null || d >= row.hi()) {
@@ -207,7 +207,7 @@ public final class PlaneRowsInput implements AutoCloseable {
         int n = Math.min(d1, row.hi()) - d;
         int rn = row.hi() - row.lo();
         for (int c = 0; c < shape.c(); c++) {
-          System.arraycopy(row.buf(), (c * rn + d - row.lo()) * hw, dst, c * channelStride + at + (d - d0) * hw, n * hw);
+          dst.put(c * channelStride + at + (d - d0) * hw, row.buf(), (c * rn + d - row.lo()) * hw, n * hw);
         }
         d += n;
       }

@@ -39,7 +39,7 @@ final class PositionedPlanes implements PlaneSource {
   }
 
   @Override
-  public void read(int d0, int d1, float[] dst, int at, int channelStride) {
+  public void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride) {
     long hw = (long) shape.h() * shape.w();
     try {
       for (int c = 0; c < shape.c(); c++) {
@@ -51,10 +51,26 @@ final class PositionedPlanes implements PlaneSource {
           chunk.clear().limit(n * Float.BYTES);
           src.readFully(chunk);
           chunk.flip();
-          chunk.asFloatBuffer().get(dst, off, n);
+          dst.put(off, chunk.asFloatBuffer(), 0, n);
           off += n;
           left -= n;
         }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("reading planes [" + d0 + ", " + d1 + ") of " + record + " from " + src.name() + ": "
+          + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public void read(int d0, int d1, ByteBuffer dst, int at, int channelStride) {
+    long hw = (long) shape.h() * shape.w();
+    try {
+      for (int c = 0; c < shape.c(); c++) {
+        src.seek(start + (c * shape.plane() + d0 * hw) * Float.BYTES);
+        int from = (c * channelStride + at) * Float.BYTES;
+        // a direct (pinned) window is read into in place: the file's bytes land where the GPU copies from
+        src.readFully(dst.slice(from, (int) ((d1 - d0) * hw * Float.BYTES)));
       }
     } catch (IOException e) {
       throw new UncheckedIOException("reading planes [" + d0 + ", " + d1 + ") of " + record + " from " + src.name() + ": "

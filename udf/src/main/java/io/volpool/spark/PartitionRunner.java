@@ -2,10 +2,13 @@ package io.volpool.spark;
 
 import io.volpool.conf.VolpoolOptions;
 import io.volpool.backend.Backend;
-import io.volpool.backend.Backends;
+import io.volpool.exec.Backends;
+import io.volpool.exec.BatchRunner;
+import io.volpool.exec.ScratchFiles;
+import io.volpool.exec.SlabVolumes;
+import io.volpool.exec.TaskRun;
+import io.volpool.exec.Backends;
 import io.volpool.backend.Phase;
-import io.volpool.cuda.CudaBackend;
-import io.volpool.cuda.DeviceAssignment;
 import io.volpool.io.NpyVolumeInput;
 import io.volpool.io.ParquetVolumeInput;
 import io.volpool.io.PlaneRowsInput;
@@ -39,15 +42,21 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     this.metrics = metrics;
   }
 
+  /** Spill files in the executor's local directories ({@code spark.local.dir}), outside Spark the JVM's temporary directory. */
+  static final ScratchFiles LOCAL_DIRS = what -> {
+    org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+    return env != null ? env.blockManager().diskBlockManager().createTempLocalBlock()._2() : ScratchFiles.TEMP.create(what);
+  };
+
   /** The device index of this task on {@code backend}: the GPU Spark assigned it, else device 0. */
   public static int deviceOf(TaskContext tc, Backend backend) {
-    if (!(backend instanceof CudaBackend) || tc == null) {
-      return 0;
+    String address = null;
+    if (tc != null) {
+      Map<String, ResourceInformation> res = tc.resourcesJMap();
+      ResourceInformation gpu = res.get("gpu");
+      address = gpu != null && gpu.addresses().length > 0 ? gpu.addresses()[0] : null;
     }
-    Map<String, ResourceInformation> res = tc.resourcesJMap();
-    ResourceInformation gpu = res.get("gpu");
-    String address = gpu != null && gpu.addresses().length > 0 ? gpu.addresses()[0] : null;
-    return DeviceAssignment.ordinal(address, System.getenv("CUDA_VISIBLE_DEVICES"), backend.deviceCount());
+    return backend.deviceFor(address);
   }
 
   @Override
@@ -69,12 +78,12 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     TaskRun runner;
     if (!plan.volumes().isEmpty()) {
       runner = new SlabVolumes(plan.volumes(), new PlaneRowsInput(spec.layout(), conf.get(), budget, state.times), backend,
-          spec, budget, state.times, task);
+          device, spec.engine(), budget, state.times, task);
     } else {
       VolumeInput input = spec.inputFormat().equals("npy")
           ? new NpyVolumeInput(plan.files(), conf.get(), spec.npyMaxHeaderBytes(), state.times)
           : new ParquetVolumeInput(plan.splits(), spec.layout(), conf.get(), state.times);
-      runner = new BatchRunner(input, backend, device, spec, spec.outputGap(), budget, state.times, task);
+      runner = new BatchRunner(input, backend, device, spec.engine(), budget, state.times, task, LOCAL_DIRS);
     }
     String backendName = backend.name(device);
     long[] reported = new long[2]; // volumes and bytes read that the accumulators already hold

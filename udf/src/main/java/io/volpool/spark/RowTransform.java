@@ -1,7 +1,9 @@
 package io.volpool.spark;
 
 import io.volpool.backend.Backend;
-import io.volpool.backend.Backends;
+import io.volpool.exec.Backends;
+import io.volpool.exec.BatchRunner;
+import io.volpool.exec.EngineSpec;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.memory.MemoryBudget;
 import java.nio.ByteBuffer;
@@ -36,8 +38,9 @@ public final class RowTransform implements MapPartitionsFunction<Row, Row> {
     MemoryBudget budget = MemoryBudget.forJvm(spec.executorBudgetBytes());
     Backend backend = Backends.get(spec.device(), spec.executorThreads(), spec.gpuMemoryFraction(), budget);
     int device = PartitionRunner.deviceOf(tc, backend);
-    BatchRunner runner = new BatchRunner(new RowInput(rows, layout), backend, device, spec, 0, budget, new PhaseTimes(),
-        "transform partition " + (tc == null ? 0 : tc.partitionId()));
+    BatchRunner runner = new BatchRunner(new RowInput(rows, layout), backend, device,
+        new EngineSpec(spec.pipeline(), spec.batchSize(), 0, spec.outputRowBytes()), budget, new PhaseTimes(),
+        "transform partition " + (tc == null ? 0 : tc.partitionId()), PartitionRunner.LOCAL_DIRS);
     if (tc != null) {
       tc.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) ctx -> runner.close());
     }

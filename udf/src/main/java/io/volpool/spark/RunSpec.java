@@ -23,6 +23,11 @@ import java.io.Serializable;
 public record RunSpec(Pipeline pipeline, String device, int batchSize, int cpuThreads, double gpuMemoryFraction, long memoryBudget,
     String inputFormat, TensorLayout layout, int npyMaxHeaderBytes, int outputGap, long outputRowBytes) implements Serializable {
 
+  /** What the engine needs of this run. */
+  public io.volpool.exec.EngineSpec engine() {
+    return new io.volpool.exec.EngineSpec(pipeline, batchSize, outputGap, outputRowBytes);
+  }
+
   /** Threads of the CPU backend in this executor JVM: the resolved setting, else the executor's cores. */
   public int executorThreads() {
     org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();

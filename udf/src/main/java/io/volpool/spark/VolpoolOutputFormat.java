@@ -1,6 +1,7 @@
 package io.volpool.spark;
 
 import io.volpool.backend.Phase;
+import io.volpool.exec.BatchRunner;
 import io.volpool.io.NpyBatchWriter;
 import io.volpool.io.OutputSpec;
 import io.volpool.io.ParquetBatchWriter;

@@ -31,7 +31,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * strides 1 and 3 (where some planes are read by no output), the fused op with output_padding, and
  * fused then avgpool3d (whose halo is the two windows composed).
  */
-class SlabTest {
+public class SlabTest {
   private static final CpuBackend FAST = CpuBackend.fast(2);
   private static final CpuBackend REFERENCE = CpuBackend.reference();
 
@@ -42,7 +42,7 @@ class SlabTest {
   }
 
   /** An in-memory volume read forward, checking the engine keeps to the forward-only contract. */
-  static final class ArraySource implements PlaneSource {
+  public static final class ArraySource implements PlaneSource {
     final VolumeShape shape;
     final float[] x;
     int next;
@@ -64,12 +64,12 @@ class SlabTest {
     }
 
     @Override
-    public void read(int d0, int d1, float[] dst, int at, int channelStride) {
+    public void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride) {
       assertThat(d0).as("reads go forward").isGreaterThanOrEqualTo(next);
       assertThat(d1).isGreaterThan(d0).isLessThanOrEqualTo(shape.d());
       int hw = shape.h() * shape.w();
       for (int c = 0; c < shape.c(); c++) {
-        System.arraycopy(x, (int) (c * shape.plane() + (long) d0 * hw), dst, c * channelStride + at, (d1 - d0) * hw);
+        dst.put(c * channelStride + at, x, (int) (c * shape.plane() + (long) d0 * hw), (d1 - d0) * hw);
       }
       next = d1;
       planesRead += d1 - d0;
@@ -79,8 +79,8 @@ class SlabTest {
     public void close() {}
   }
 
-  /** Runs {@code p} over {@code x} in slabs of {@code planes} output planes and assembles the output. */
-  static float[] slabbed(CpuBackend b, Pipeline p, VolumeShape in, float[] x, int planes) {
+  /** Runs {@code p} over {@code x} in slabs of {@code planes} output planes on {@code b} and assembles the output. */
+  public static float[] slabbed(io.volpool.backend.Backend b, Pipeline p, VolumeShape in, float[] x, int planes) {
     SlabPlan plan = new SlabPlan(p, in);
     VolumeShape out = plan.output();
     float[] y = new float[(int) out.numel()];
@@ -88,19 +88,23 @@ class SlabTest {
     int[] expectNext = {0};
     int ohw = out.h() * out.w();
     ArraySource src = new ArraySource(in, x);
-    b.runSlabs(plan, planes, src, (o0, o1, part) -> {
+    try (io.volpool.backend.SlabRun run = b.startSlabs(plan, planes, src, (o0, o1, part) -> {
       assertThat(o0).as("slabs arrive in order").isEqualTo(expectNext[0]);
       expectNext[0] = o1;
       for (int c = 0; c < out.c(); c++) {
-        System.arraycopy(part, c * (o1 - o0) * ohw, y, (int) (c * out.plane() + (long) o0 * ohw), (o1 - o0) * ohw);
+        part.get(c * (o1 - o0) * ohw, y, (int) (c * out.plane() + (long) o0 * ohw), (o1 - o0) * ohw);
       }
-    }, new PhaseTimes());
+    }, new PhaseTimes(), 0)) {
+      while (run.step()) {
+        // one slab per step
+      }
+    }
     assertThat(expectNext[0]).as("every output plane").isEqualTo(out.d());
     assertThat(src.planesRead).as("no input plane is read twice").isLessThanOrEqualTo(in.d());
     return y;
   }
 
-  static void assertBitIdentical(float[] got, float[] want, String what) {
+  public static void assertBitIdentical(float[] got, float[] want, String what) {
     assertThat(got.length).isEqualTo(want.length);
     for (int i = 0; i < want.length; i++) {
       if (Float.floatToRawIntBits(got[i]) != Float.floatToRawIntBits(want[i])) {
@@ -109,14 +113,14 @@ class SlabTest {
     }
   }
 
-  record Case(String name, Pipeline pipeline, VolumeShape in) {
+  public record Case(String name, Pipeline pipeline, VolumeShape in) {
     @Override
     public String toString() {
       return name;
     }
   }
 
-  static List<Case> cases() {
+  public static List<Case> cases() {
     SplittableRandom r = new SplittableRandom(9);
     List<Case> cs = new ArrayList<>();
     cs.add(new Case("avgpool k3 s2 p1 (reference config)", Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true)),
@@ -171,9 +175,10 @@ class SlabTest {
     SlabPlan two = new SlabPlan(Pipeline.of(new AvgPool3dSpec(3, 1, 1, false, true), new AvgPool3dSpec(3, 2, 1, false, true)),
         new VolumeShape(1, 17, 4, 4));
     assertThat(two.inputPlanes(3, 5)).containsExactly(4, 11);
-    assertThat(CpuBackend.slabPlanes(a, Long.MAX_VALUE)).isEqualTo(9);
-    assertThat(CpuBackend.slabPlanes(a, 0)).isEqualTo(1);
-    assertThat(CpuBackend.slabBytes(a, CpuBackend.slabPlanes(a, CpuBackend.slabBytes(a, 4)))).isLessThanOrEqualTo(CpuBackend.slabBytes(a, 4));
+    assertThat(FAST.slabPlanes(a, Long.MAX_VALUE, 0)).isEqualTo(9);
+    assertThat(FAST.slabPlanes(a, 0, 0)).as("not even one plane fits").isZero();
+    assertThat(FAST.slabPlanes(a, FAST.slabBytes(a, 4), 0)).isEqualTo(4);
+    assertThat(FAST.slabPlanes(a, FAST.slabBytes(a, 4) - 1, 0)).isEqualTo(3);
   }
 
   @Test

@@ -1,10 +1,9 @@
-package io.volpool.spark;
+package io.volpool.exec;
 
-import io.volpool.conf.VolpoolOptions;
 import io.volpool.backend.Backend;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.PlaneSource;
-import io.volpool.cpu.CpuBackend;
+import io.volpool.backend.SlabRun;
 import io.volpool.io.BadRecordException;
 import io.volpool.io.ParquetBatchWriter;
 import io.volpool.io.PlaneRowsInput;
@@ -39,14 +38,15 @@ public final class SlabVolumes implements TaskRun {
 
   private final List<PlaneVolume> volumes;
   private final PlaneRowsInput input;
-  private final CpuBackend cpu;
-  private final RunSpec spec;
+  private final Backend backend;
+  private final int device;
+  private final EngineSpec spec;
   private final MemoryBudget budget;
   private final PhaseTimes times;
   private final String task;
   private final ArrayDeque<BatchRunner.Finished> ready = new ArrayDeque<>();
   private int nextVolume;
-  private CpuBackend.SlabRun run;
+  private SlabRun run;
   private PlaneSource src;
   private long held;
   private long heldReturned;
@@ -55,15 +55,12 @@ public final class SlabVolumes implements TaskRun {
   private long slabs;
   private long done;
 
-  public SlabVolumes(List<PlaneVolume> volumes, PlaneRowsInput input, Backend backend, RunSpec spec, MemoryBudget budget,
-      PhaseTimes times, String task) {
-    if (!(backend instanceof CpuBackend c)) {
-      throw new IllegalStateException("volumes stored across rows run in slabs on the CPU backend only in this version,"
-          + " and this executor's backend is " + backend.name(0) + "; set " + VolpoolOptions.DEVICE.key() + "=cpu for this input");
-    }
+  public SlabVolumes(List<PlaneVolume> volumes, PlaneRowsInput input, Backend backend, int device, EngineSpec spec,
+      MemoryBudget budget, PhaseTimes times, String task) {
     this.volumes = volumes;
     this.input = input;
-    this.cpu = c;
+    this.backend = backend;
+    this.device = device;
     this.spec = spec;
     this.budget = budget;
     this.times = times;
@@ -119,15 +116,23 @@ public final class SlabVolumes implements TaskRun {
     // the slab gets what two input rows (one read ahead) and three output rows (one being written,
     // one ready, one being filled) leave, at least a quarter of the budget
     long share = Math.min(budget.maxRequest(), Math.max(budget.limit() / 4, budget.limit() - 2 * inRow - 3 * outRow));
-    int planes = CpuBackend.slabPlanes(plan, share);
-    checkOnePlaneFits("id=" + v.id(), plan, budget);
+    int planes = backend.slabPlanes(plan, share, device);
+    if (planes < 1) {
+      long one = backend.slabBytes(plan, 1);
+      throw new io.volpool.memory.MemoryBudgetException("volume id=" + v.id() + " " + plan.input() + ": one output plane"
+          + " through " + plan.pipeline().describe() + " on " + backend.name(device) + " needs " + MemoryBudget.mib(one)
+          + " of slab buffers, more than the " + MemoryBudget.mib(share) + " the " + MemoryBudget.mib(budget.limit())
+          + " memory budget leaves beside its input and output rows (or more than the GPU's share); raise "
+          + MemoryBudget.SETTING + " (and the memory behind it) to at least " + MemoryBudget.mib(4 * one), one, budget.limit());
+    }
     VolumeSource first = input.firstRow(v);
     src = input.open(v);
     volumeBytes = v.bytes();
     volumeCounted = 0;
-    run = cpu.startSlabs(plan, planes, src, new RowCutter(first, out, rowPlanes), times);
-    LOG.info("{}: volume id={} {} -> {} in {} rows, slabs of {} output planes ({} of buffers), output rows of {} planes",
-        task, v.id(), v.shape(), out, v.rows().size(), run.planes(), MemoryBudget.mib(run.bytes()), rowPlanes);
+    run = backend.startSlabs(plan, planes, src, new RowCutter(first, out, rowPlanes), times, device);
+    LOG.info("{}: volume id={} {} -> {} in {} rows on {}, slabs of {} output planes ({} of host buffers), output rows of {}"
+        + " planes", task, v.id(), v.shape(), out, v.rows().size(), backend.name(device), run.planes(),
+        MemoryBudget.mib(run.bytes()), rowPlanes);
     return true;
   }
 
@@ -145,17 +150,6 @@ public final class SlabVolumes implements TaskRun {
     bytesIn += now - volumeCounted;
     volumeCounted = now;
     onRead.run();
-  }
-
-  /** Fails, naming the volume, when even slabs of one output plane need more than one request of the budget. */
-  static void checkOnePlaneFits(String record, SlabPlan plan, MemoryBudget budget) {
-    long one = CpuBackend.slabBytes(plan, 1);
-    if (one > budget.maxRequest()) {
-      throw new io.volpool.memory.MemoryBudgetException("volume " + record + " " + plan.input() + ": one output plane"
-          + " through " + plan.pipeline().describe() + " needs " + MemoryBudget.mib(one) + " of slab buffers, more than"
-          + " half of the " + MemoryBudget.mib(budget.limit()) + " memory budget; raise " + MemoryBudget.SETTING
-          + " (and the memory behind it) to at least " + MemoryBudget.mib(2 * one), one, budget.limit());
-    }
   }
 
   /** Gathers slab outputs into output rows of {@code rowPlanes} planes (the last may be shorter). */
@@ -178,7 +172,7 @@ public final class SlabVolumes implements TaskRun {
     private long planesDone;
 
     @Override
-    public void write(int o0, int o1, float[] y) {
+    public void write(int o0, int o1, java.nio.FloatBuffer y) {
       planesDone += o1 - o0;
       slabDone(planesDone, out.d());
       int d = o0;
@@ -194,7 +188,7 @@ public final class SlabVolumes implements TaskRun {
         int n = Math.min(o1, r0 + rn) - d;
         for (int c = 0; c < out.c(); c++) {
           row.position(ParquetBatchWriter.GAP + (c * rn + d - r0) * ohw * Float.BYTES);
-          row.asFloatBuffer().put(y, (c * (o1 - o0) + d - o0) * ohw, n * ohw);
+          row.asFloatBuffer().put(0, y, (c * (o1 - o0) + d - o0) * ohw, n * ohw);
         }
         d += n;
         if (d == r0 + rn) {

@@ -1,5 +1,7 @@
-package io.volpool.backend;
+package io.volpool.exec;
 
+import io.volpool.backend.Backend;
+import io.volpool.backend.DeviceUnavailableException;
 import io.volpool.conf.VolpoolOptions;
 import io.volpool.cpu.CpuBackend;
 import io.volpool.cuda.CudaBackend;
@@ -95,6 +97,23 @@ public final class Backends {
     } catch (CudaUnavailableException e) {
       throw new DeviceUnavailableException(e.getMessage(), null);
     }
+  }
+
+  private static CpuBackend rowCpu;
+
+  /**
+   * Runs {@code pipeline} on one volume {@code x} of {@code input} on this JVM's one-thread CPU
+   * backend: the SQL functions, which Spark calls one row at a time on many task threads.
+   */
+  public static float[] runOneOnCpu(io.volpool.op.Pipeline pipeline, io.volpool.op.VolumeShape input, float[] x) {
+    CpuBackend b;
+    synchronized (Backends.class) {
+      if (rowCpu == null) {
+        rowCpu = CpuBackend.fast(1);
+      }
+      b = rowCpu;
+    }
+    return b.run(pipeline, input, x, 1);
   }
 
   /** Closes every backend of this JVM (idempotent; also run at JVM shutdown). */

@@ -1,11 +1,11 @@
-package io.volpool.spark;
+package io.volpool.exec;
 
 import io.volpool.backend.Backend;
 import io.volpool.backend.Batch;
 import io.volpool.backend.BatchExecutor;
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
-import io.volpool.cpu.CpuBackend;
+import io.volpool.backend.VolumePlan;
 import io.volpool.io.BadRecordException;
 import io.volpool.io.PageGate;
 import io.volpool.io.VolumeInput;
@@ -62,7 +62,8 @@ public final class BatchRunner implements TaskRun {
   private final VolumeInput input;
   private final Backend backend;
   private final int device;
-  private final RunSpec spec;
+  private final EngineSpec spec;
+  private final ScratchFiles scratch;
   private final int outputGap;
   private final MemoryBudget budget;
   private final PhaseTimes times;
@@ -92,13 +93,14 @@ public final class BatchRunner implements TaskRun {
    * @param outputGap bytes before each output volume that the writer fills (a Parquet length prefix)
    * @param times where waiting and device time are added
    */
-  public BatchRunner(VolumeInput input, Backend backend, int device, RunSpec spec, int outputGap, MemoryBudget budget,
-      PhaseTimes times, String taskName) {
+  public BatchRunner(VolumeInput input, Backend backend, int device, EngineSpec spec, MemoryBudget budget,
+      PhaseTimes times, String taskName, ScratchFiles scratch) {
     this.input = input;
     this.backend = backend;
     this.device = device;
     this.spec = spec;
-    this.outputGap = outputGap;
+    this.scratch = scratch;
+    this.outputGap = spec.outputGap();
     this.budget = budget;
     this.gate = new Gate();
     this.times = times;
@@ -240,7 +242,8 @@ public final class BatchRunner implements TaskRun {
         }
         closeExecutor();
       }
-      if (spillNeeded(s)) {
+      VolumePlan vp = planFor(s, item.record());
+      if (vp.slabbed()) {
         // larger than a batch may be: hand back what we hold, then run it alone in slabs
         if (filling != null && !fillingItems.isEmpty() && !submitFilling()) {
           return;
@@ -253,11 +256,11 @@ public final class BatchRunner implements TaskRun {
           return;
         }
         closeExecutor();
-        runSpilled(item);
+        runSpilled(item, vp);
         return;
       }
       if (exec == null) {
-        openExecutor(s, item.record());
+        openExecutor(s, vp);
       }
       if (filling == null) {
         if (inflight.size() >= MAX_HELD) {
@@ -289,20 +292,28 @@ public final class BatchRunner implements TaskRun {
     }
   }
 
-  /** True when one volume of shape {@code s} would need more than one request of the budget on the CPU backend. */
-  private boolean spillNeeded(VolumeShape s) {
-    if (!(backend instanceof CpuBackend)) {
-      return false;
+  /** The backend's plan for volumes of {@code s} (whole in batches, or alone in slabs), decided once per shape. */
+  private VolumePlan planFor(VolumeShape s, String record) {
+    if (!s.equals(planShape)) {
+      try {
+        plan = backend.plan(spec.pipeline(), s, spec.batchSize(), device, outputGap, budget);
+      } catch (IllegalArgumentException e) {
+        throw new BadRecordException(record, "shape " + s + " cannot go through pipeline " + spec.pipeline().describe()
+            + ": " + e.getMessage(), e);
+      } catch (MemoryBudgetException e) {
+        throw new MemoryBudgetException("volume " + record + " " + s + " (" + MemoryBudget.mib(s.bytes()) + "): "
+            + e.getMessage(), e.requested(), e.limit());
+      }
+      planShape = s;
     }
-    try {
-      return CpuBackend.batchBytes(spec.pipeline(), s, 1, outputGap) > budget.maxRequest();
-    } catch (IllegalArgumentException e) {
-      return false; // the pipeline cannot take the shape: openExecutor reports the record
-    }
+    return plan;
   }
 
+  private VolumeShape planShape;
+  private VolumePlan plan;
+
   /** Runs one volume too large for a batch through {@link SpilledVolume}; its output is the next finished batch. */
-  private void runSpilled(VolumeSource item) {
+  private void runSpilled(VolumeSource item, VolumePlan vp) {
     VolumeShape s = item.shape();
     try {
       outShape = spec.pipeline().outputShape(s);
@@ -310,11 +321,10 @@ public final class BatchRunner implements TaskRun {
       throw new BadRecordException(item.record(), "shape " + s + " cannot go through pipeline " + spec.pipeline().describe()
           + ": " + e.getMessage());
     }
-    LOG.info("{}: volume {} {} ({}) is larger than one batch may be under the {} memory budget: it runs alone, in slabs"
-        + " along D, spilled to local disk", taskName, item.record(), s, MemoryBudget.mib(s.bytes()),
-        MemoryBudget.mib(budget.limit()));
+    LOG.info("{}: volume {} {} ({}) runs alone on {}, in slabs along D: {}", taskName, item.record(), s,
+        MemoryBudget.mib(s.bytes()), backend.name(device), vp.why());
     try {
-      spilled = SpilledVolume.run(item, spec.pipeline(), (CpuBackend) backend, budget, outputGap, times);
+      spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, times, scratch);
     } catch (IllegalArgumentException e) {
       throw new BadRecordException(item.record(), e.getMessage(), e);
     }
@@ -351,30 +361,13 @@ public final class BatchRunner implements TaskRun {
     return new Finished(s.items(), outShape, out, offsets);
   }
 
-  private void openExecutor(VolumeShape s, String record) {
+  private void openExecutor(VolumeShape s, VolumePlan vp) {
     Pipeline p = spec.pipeline();
-    try {
-      outShape = p.outputShape(s);
-    } catch (IllegalArgumentException e) {
-      throw new BadRecordException(record, "shape " + s + " cannot go through pipeline " + p.describe() + ": "
-          + e.getMessage());
-    }
-    int batch = spec.batchSize() > 0 ? spec.batchSize() : backend.suggestBatch(p, s, device);
-    try {
-      exec = backend.open(p, s, batch, device, outputGap);
-      // a batch size of our choosing also fits one request of the budget (a set one is the user's to keep)
-      while (spec.batchSize() <= 0 && exec.batchBytes() > budget.maxRequest() && exec.maxBatch() > 1) {
-        int fit = (int) Math.max(1, Math.min(exec.maxBatch() / 2,
-            (long) (exec.maxBatch() * ((double) budget.maxRequest() / exec.batchBytes()))));
-        exec.close();
-        exec = backend.open(p, s, fit, device, outputGap);
-      }
-    } catch (IllegalArgumentException e) {
-      throw new BadRecordException(record, e.getMessage(), e);
-    }
+    outShape = p.outputShape(s);
+    exec = backend.open(p, s, vp.batch(), device, outputGap);
     execShape = s;
-    LOG.info("{}: {} volumes {} -> {} on {}, batches of up to {} ({} of host memory each)", taskName, p.describe(), s,
-        outShape, backend.name(device), exec.maxBatch(), MemoryBudget.mib(exec.batchBytes()));
+    LOG.info("{}: {} volumes {} -> {} on {}, batches of up to {} ({} of host memory each): {}", taskName, p.describe(), s,
+        outShape, backend.name(device), exec.maxBatch(), MemoryBudget.mib(exec.batchBytes()), vp.why());
   }
 
   private void closeExecutor() {

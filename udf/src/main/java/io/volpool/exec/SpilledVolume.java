@@ -1,9 +1,10 @@
-package io.volpool.spark;
+package io.volpool.exec;
 
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.PlaneSource;
 import io.volpool.backend.VolumeSink;
-import io.volpool.cpu.CpuBackend;
+import io.volpool.backend.Backend;
+import io.volpool.backend.SlabRun;
 import io.volpool.io.VolumeSource;
 import io.volpool.memory.MemoryBudget;
 import io.volpool.op.Pipeline;
@@ -20,7 +21,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
-import org.apache.spark.SparkEnv;
 
 /**
  * A volume stored in one row (or one .npy file) that is larger than the memory budget lets one
@@ -45,9 +45,12 @@ final class SpilledVolume implements AutoCloseable {
     return finished;
   }
 
-  /** Runs {@code item} through {@code pipeline} on {@code cpu} in slabs that fit {@code budget}; call holding no batch. */
-  static SpilledVolume run(VolumeSource item, Pipeline pipeline, CpuBackend cpu, MemoryBudget budget, int gap,
-      PhaseTimes times) {
+  /**
+   * Runs {@code item} through {@code pipeline} on {@code backend}'s {@code device} in slabs of
+   * {@code planes} output planes (as {@link Backend#plan} chose); call holding no batch.
+   */
+  static SpilledVolume run(VolumeSource item, Pipeline pipeline, Backend backend, int device, int planes, int gap,
+      PhaseTimes times, ScratchFiles scratch) {
     VolumeShape in = item.shape();
     VolumeShape out = pipeline.outputShape(in);
     if (gap + out.bytes() > Integer.MAX_VALUE - 8) {
@@ -58,7 +61,7 @@ final class SpilledVolume implements AutoCloseable {
     File outFile = null;
     try {
       MappedByteBuffer outMap;
-      outFile = scratch("out");
+      outFile = scratch(scratch, "out");
       outMap = map(outFile, gap + out.bytes());
       if (pipeline.stages().isEmpty()) {
         long r0 = System.nanoTime();
@@ -66,12 +69,10 @@ final class SpilledVolume implements AutoCloseable {
         times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
       } else {
         SlabPlan plan = new SlabPlan(pipeline, in);
-        int planes = CpuBackend.slabPlanes(plan, budget.maxRequest());
-        SlabVolumes.checkOnePlaneFits(item.record(), plan, budget);
         // stored plainly: slabs read their planes where they lie; else the volume is spilled first
         PlaneSource source = item.positionedPlanes();
         if (source == null) {
-          inFile = scratch("in");
+          inFile = scratch(scratch, "in");
           MappedByteBuffer inMap = map(inFile, in.bytes());
           long r0 = System.nanoTime();
           item.copyTo(new MappedSink(inMap, 0));
@@ -81,12 +82,14 @@ final class SpilledVolume implements AutoCloseable {
         FloatBuffer dst = outMap.duplicate().order(ByteOrder.LITTLE_ENDIAN).position(gap).slice()
             .order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
         int ohw = out.h() * out.w();
-        try (PlaneSource src = source) {
-          cpu.runSlabs(plan, planes, src, (o0, o1, y) -> {
-            for (int c = 0; c < out.c(); c++) {
-              dst.put((int) (c * out.plane() + (long) o0 * ohw), y, c * (o1 - o0) * ohw, (o1 - o0) * ohw);
-            }
-          }, times);
+        try (PlaneSource src = source; SlabRun run = backend.startSlabs(plan, planes, src, (o0, o1, y) -> {
+          for (int c = 0; c < out.c(); c++) {
+            dst.put((int) (c * out.plane() + (long) o0 * ohw), y, c * (o1 - o0) * ohw, (o1 - o0) * ohw);
+          }
+        }, times, device)) {
+          while (run.step()) {
+            // each step writes one slab's output planes into the mapped output
+          }
         }
       }
       ByteBuffer output = outMap.duplicate().order(ByteOrder.LITTLE_ENDIAN).clear();
@@ -100,16 +103,10 @@ final class SpilledVolume implements AutoCloseable {
     }
   }
 
-  /** A file for spilled bytes in the executor's local directories (Spark's, else java.io.tmpdir). */
-  private static File scratch(String what) {
+  /** A file for spilled bytes from {@code scratch} (the executor's local directories under Spark). */
+  private static File scratch(ScratchFiles scratch, String what) {
     try {
-      SparkEnv env = SparkEnv.get();
-      if (env != null) {
-        return env.blockManager().diskBlockManager().createTempLocalBlock()._2();
-      }
-      File f = File.createTempFile("volpool-" + what + "-", ".spill");
-      f.deleteOnExit();
-      return f;
+      return scratch.create(what);
     } catch (IOException e) {
       throw new UncheckedIOException("creating a spill file for a volume larger than the memory budget: " + e.getMessage(), e);
     }
@@ -186,10 +183,10 @@ final class SpilledVolume implements AutoCloseable {
   /** Planes of a volume in a mapped file, read by position. */
   private record MappedSource(String record, VolumeShape shape, FloatBuffer src) implements PlaneSource {
     @Override
-    public void read(int d0, int d1, float[] dst, int at, int channelStride) {
+    public void read(int d0, int d1, FloatBuffer dst, int at, int channelStride) {
       int hw = shape.h() * shape.w();
       for (int c = 0; c < shape.c(); c++) {
-        src.get((int) (c * shape.plane() + (long) d0 * hw), dst, c * channelStride + at, (d1 - d0) * hw);
+        dst.put(c * channelStride + at, src, (int) (c * shape.plane() + (long) d0 * hw), (d1 - d0) * hw);
       }
     }
 

@@ -1,4 +1,4 @@
-package io.volpool.spark;
+package io.volpool.exec;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -114,9 +114,9 @@ class BatchRunnerTest {
   /** Runs the input through a runner and returns each volume's output, in the order they came back. */
   static List<float[]> run(Input in, CpuBackend cpu, MemoryBudget budget, int batch) {
     List<float[]> out = new ArrayList<>();
-    RunSpec spec = new RunSpec(POOL, "cpu", batch, 1, 0.5, budget.limit(), "parquet", null, 10000, 4, 512L << 20);
+    EngineSpec spec = new EngineSpec(POOL, batch, 4, 512L << 20);
     PhaseTimes times = new PhaseTimes();
-    try (BatchRunner r = new BatchRunner(in, cpu, 0, spec, 4, budget, times, "test")) {
+    try (BatchRunner r = new BatchRunner(in, cpu, 0, spec, budget, times, "test", ScratchFiles.TEMP)) {
       BatchRunner.Finished f;
       while ((f = r.next()) != null) {
         assertThat(f.items().size()).isBetween(1, batch);
@@ -226,7 +226,7 @@ class BatchRunnerTest {
     try (CpuBackend cpu = CpuBackend.fast(1, budget)) {
       assertThatThrownBy(() -> run(input(List.of(s), 3, 0), cpu, budget, 1))
           .isInstanceOf(MemoryBudgetException.class)
-          .hasMessageStartingWith("volume v0 [4, 16, 16, 16]: one output plane through avgpool3d needs")
+          .hasMessageStartingWith("volume v0 [4, 16, 16, 16] (0.1 MiB): one output plane through avgpool3d needs")
           .hasMessageContaining("spark.volpool.memory.budget");
     }
   }
@@ -238,10 +238,14 @@ class BatchRunnerTest {
     List<VolumeShape> shapes = java.util.Collections.nCopies(200, s);
     MemoryBudget budget = new MemoryBudget(1_000_000);
     List<float[]> out = new ArrayList<>();
-    RunSpec spec = new RunSpec(POOL, "cpu", 0, 1, 0.5, budget.limit(), "parquet", null, 10000, 4, 512L << 20);
+    EngineSpec spec = new EngineSpec(POOL, 0, 4, 512L << 20);
     try (CpuBackend cpu = CpuBackend.fast(1, budget);
-        BatchRunner r = new BatchRunner(input(shapes, 5, 0), cpu, 0, spec, 4, budget, new PhaseTimes(), "test")) {
-      assertThat(CpuBackend.batchBytes(POOL, s, cpu.suggestBatch(POOL, s, 0), 4)).isGreaterThan(budget.maxRequest());
+        BatchRunner r = new BatchRunner(input(shapes, 5, 0), cpu, 0, spec, budget, new PhaseTimes(), "test", ScratchFiles.TEMP)) {
+      int unbounded = cpu.plan(POOL, s, 0, 0, 4, new MemoryBudget(1L << 40)).batch();
+      assertThat(CpuBackend.batchBytes(POOL, s, unbounded, 4)).as("the plan's batch under a large budget")
+          .isGreaterThan(budget.maxRequest());
+      assertThat(CpuBackend.batchBytes(POOL, s, cpu.plan(POOL, s, 0, 0, 4, budget).batch(), 4))
+          .isLessThanOrEqualTo(budget.maxRequest());
       BatchRunner.Finished f;
       while ((f = r.next()) != null) {
         assertThat(f.items().size() * CpuBackend.batchBytes(POOL, s, 1, 4)).isLessThanOrEqualTo(budget.maxRequest());

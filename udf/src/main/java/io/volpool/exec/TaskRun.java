@@ -1,4 +1,4 @@
-package io.volpool.spark;
+package io.volpool.exec;
 
 /**
  * The engine of one task as its partition function sees it: finished output, one piece at a time,

@@ -1,0 +1,92 @@
+package io.volpool.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The engine's shape, checked on the sources: packages import one way only (conf, memory, format,
+ * op, backend, then io, cpu and cuda side by side, then exec, spark and job), and no code outside
+ * the cpu and cuda packages names a backend type, except the one place that chooses the backend
+ * ({@code exec/Backends}) and the benchmark tools that measure each backend on its own.
+ */
+class PackageRulesTest {
+  /** Each package's layer: a package may import only packages of lower layers. */
+  private static final Map<String, Integer> LAYER = Map.ofEntries(Map.entry("conf", 0), Map.entry("memory", 1),
+      Map.entry("format", 2), Map.entry("op", 3), Map.entry("backend", 4), Map.entry("io", 5), Map.entry("cpu", 5),
+      Map.entry("cuda", 5), Map.entry("exec", 6), Map.entry("spark", 7), Map.entry("job", 8), Map.entry("bench", 9));
+  private static final Pattern PACKAGE = Pattern.compile("^package io\\.volpool\\.([a-z]+)", Pattern.MULTILINE);
+  private static final Pattern USE = Pattern.compile("\\bio\\.volpool\\.([a-z]+)\\.[A-Za-z]");
+  private static final Pattern BACKEND_TYPE = Pattern.compile("\\b(io\\.volpool\\.(cpu|cuda)\\.|CpuBackend|CudaBackend)");
+
+  private record Source(Path path, String pkg, List<String> code) {}
+
+  private static List<Source> sources() throws Exception {
+    Path root = Files.exists(Paths.get("udf")) ? Paths.get(".") : Paths.get("..");
+    List<Source> all = new ArrayList<>();
+    for (String module : List.of("udf", "job")) {
+      try (var files = Files.walk(root.resolve(module).resolve("src/main/java"))) {
+        for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+          String text = Files.readString(f);
+          Matcher m = PACKAGE.matcher(text);
+          assertThat(m.find()).as(f + " has a package").isTrue();
+          List<String> code = new ArrayList<>();
+          for (String line : text.split("\n")) {
+            String t = line.trim();
+            // comment lines count as empty, so line numbers stay the file's
+            code.add(t.startsWith("*") || t.startsWith("//") || t.startsWith("/*") ? "" : line);
+          }
+          all.add(new Source(root.relativize(f), m.group(1), code));
+        }
+      }
+    }
+    assertThat(all).as("main sources found").hasSizeGreaterThan(50);
+    return all;
+  }
+
+  @Test
+  void packagesImportDownwardOnly() throws Exception {
+    List<String> wrong = new ArrayList<>();
+    for (Source s : sources()) {
+      Integer mine = LAYER.get(s.pkg());
+      assertThat(mine).as("layer of package io.volpool." + s.pkg() + " (" + s.path() + "): add it to LAYER").isNotNull();
+      for (int i = 0; i < s.code().size(); i++) {
+        Matcher m = USE.matcher(s.code().get(i));
+        while (m.find()) {
+          String used = m.group(1);
+          Integer theirs = LAYER.get(used);
+          if (!used.equals(s.pkg()) && (theirs == null || theirs >= mine)) {
+            wrong.add(s.path() + ":" + (i + 1) + ": " + s.pkg() + " uses io.volpool." + used);
+          }
+        }
+      }
+    }
+    assertThat(wrong).as("imports against the layers " + LAYER).isEmpty();
+  }
+
+  @Test
+  void onlyTheBackendChooserNamesABackendType() throws Exception {
+    List<String> wrong = new ArrayList<>();
+    for (Source s : sources()) {
+      boolean allowed = s.pkg().equals("cpu") || s.pkg().equals("cuda") || s.pkg().equals("bench")
+          || s.path().endsWith(Paths.get("io/volpool/exec/Backends.java"));
+      if (allowed) {
+        continue;
+      }
+      for (int i = 0; i < s.code().size(); i++) {
+        if (BACKEND_TYPE.matcher(s.code().get(i)).find()) {
+          wrong.add(s.path() + ":" + (i + 1) + ": " + s.code().get(i).trim());
+        }
+      }
+    }
+    assertThat(wrong).as("backend types named outside their packages and exec/Backends").isEmpty();
+  }
+}

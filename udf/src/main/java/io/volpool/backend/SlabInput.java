@@ -1,0 +1,176 @@
+package io.volpool.backend;
+
+import io.volpool.op.SlabPlan;
+import io.volpool.op.VolumeShape;
+import java.nio.FloatBuffer;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+
+/**
+ * The input side of a {@link SlabRun}, the same on every backend: two host windows of input planes
+ * used in turn. {@link #next} returns the window of the next slab, laid out {@code [C, planes, H, W]},
+ * and starts reading the slab after it into the other window on {@code reader}, while the caller
+ * runs this one. The planes two slabs share (their halo) are copied over, never read twice, and the
+ * source is read forward only. Not thread-safe: one task thread drives it.
+ */
+public final class SlabInput implements AutoCloseable {
+  private final SlabPlan plan;
+  private final PlaneSource src;
+  private final PhaseTimes times;
+  private final ExecutorService reader;
+  private final int t;
+  private final int hw;
+  private FloatBuffer cur;
+  private FloatBuffer spare;
+  /** Byte views of the two windows when they are plain memory (pinned), else null. */
+  private java.nio.ByteBuffer curBytes;
+  private java.nio.ByteBuffer spareBytes;
+  private int heldLo;
+  private int heldHi;
+  private Future<?> pending;
+  private int pendingFrom = -1;
+  private final PhaseTimes fillTimes = new PhaseTimes();
+
+  /**
+   * Reads into windows {@code a} and {@code b}, each of at least {@link #floats(SlabPlan, int)} floats
+   * (heap arrays on the CPU, pinned memory on the GPU), for slabs of {@code planes} output planes.
+   */
+  public SlabInput(SlabPlan plan, int planes, PlaneSource src, PhaseTimes times, ExecutorService reader, FloatBuffer a,
+      FloatBuffer b) {
+    this(plan, planes, src, times, reader, a, b, null, null);
+  }
+
+  /**
+   * The same with little-endian byte views {@code aBytes} and {@code bBytes} of the two windows
+   * (pinned memory), which sources reading files by position fill in place.
+   */
+  public SlabInput(SlabPlan plan, int planes, PlaneSource src, PhaseTimes times, ExecutorService reader, FloatBuffer a,
+      FloatBuffer b, java.nio.ByteBuffer aBytes, java.nio.ByteBuffer bBytes) {
+    this.plan = plan;
+    this.src = src;
+    this.times = times;
+    this.reader = reader;
+    this.t = planes;
+    VolumeShape in = plan.input();
+    this.hw = in.h() * in.w();
+    long n = floats(plan, planes);
+    if (a.capacity() < n || b.capacity() < n) {
+      throw new IllegalArgumentException("slab windows of " + a.capacity() + " and " + b.capacity() + " floats; slabs of "
+          + planes + " output planes need " + n);
+    }
+    this.cur = a;
+    this.spare = b;
+    this.curBytes = aBytes;
+    this.spareBytes = bBytes;
+  }
+
+  /** Floats one window holds for slabs of {@code planes} output planes (two are held). */
+  public static long floats(SlabPlan plan, int planes) {
+    return io.volpool.op.Slab.floats(plan.input(), plan.widestInput(0, Math.min(planes, plan.output().d())));
+  }
+
+  /** The record being read, for messages. */
+  public String record() {
+    return src.record();
+  }
+
+  /**
+   * The input window of the slab of output planes {@code [o0, min(o0 + planes, D'))}, holding input
+   * planes {@code plan.inputPlanes(...)}; valid until the next call. Slabs must come in order.
+   */
+  public FloatBuffer next(int o0) {
+    int od = plan.output().d();
+    if (pending != null && pendingFrom == o0) {
+      await();
+    } else {
+      cancel();
+      fill(o0, times);
+    }
+    int o1 = Math.min(od, o0 + t);
+    int[] window = plan.inputPlanes(o0, o1);
+    FloatBuffer swap = cur;
+    cur = spare;
+    spare = swap;
+    java.nio.ByteBuffer swapBytes = curBytes;
+    curBytes = spareBytes;
+    spareBytes = swapBytes;
+    heldLo = window[0];
+    heldHi = window[1];
+    if (o1 < od) {
+      pendingFrom = o1;
+      pending = reader.submit(() -> fill(o1, fillTimes));
+    }
+    return cur;
+  }
+
+  /**
+   * Puts the input window of the slab starting at output plane {@code from} into {@code spare}: the
+   * planes it shares with the window in {@code cur} copied over, the rest read from the source.
+   * Reads {@code cur} only, so it runs beside the work on {@code cur}.
+   */
+  private void fill(int from, PhaseTimes into) {
+    int[] w = plan.inputPlanes(from, Math.min(plan.output().d(), from + t));
+    int a = w[0];
+    int b = w[1];
+    int stride = (b - a) * hw;
+    int keepLo = Math.max(a, heldLo);
+    if (keepLo < heldHi) {
+      for (int c = 0; c < plan.input().c(); c++) {
+        spare.put(c * stride + (keepLo - a) * hw, cur, c * (heldHi - heldLo) * hw + (keepLo - heldLo) * hw,
+            (heldHi - keepLo) * hw);
+      }
+    }
+    int read = Math.max(heldHi, a);
+    if (read < b) {
+      long r0 = System.nanoTime();
+      if (spareBytes != null) {
+        src.read(read, b, spareBytes, (read - a) * hw, stride);
+      } else {
+        src.read(read, b, spare, (read - a) * hw, stride);
+      }
+      into.add(Phase.READ, System.nanoTime() - r0);
+    }
+  }
+
+  private void await() {
+    Future<?> f = pending;
+    pending = null;
+    pendingFrom = -1;
+    try {
+      f.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while reading the next slab of " + src.record(), e);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      if (e.getCause() instanceof Error er) {
+        throw er;
+      }
+      throw new IllegalStateException(e.getCause());
+    } finally {
+      fillTimes.moveTo(times);
+    }
+  }
+
+  /** Waits out a read-ahead nobody will use (its failure is no longer news). */
+  private void cancel() {
+    if (pending != null) {
+      try {
+        await();
+      } catch (RuntimeException | Error e) {
+        // the run is over or moved on
+      }
+    }
+  }
+
+  /** Waits for the read-ahead and drops the windows; safe to call twice. */
+  @Override
+  public void close() {
+    cancel();
+    cur = null;
+    spare = null;
+  }
+}

@@ -1,0 +1,216 @@
+package io.volpool.cuda;
+
+import static jcuda.driver.JCudaDriver.cuEventElapsedTime;
+import static jcuda.driver.JCudaDriver.cuEventRecord;
+import static jcuda.driver.JCudaDriver.cuEventSynchronize;
+import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
+import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
+import static jcuda.driver.JCudaDriver.cuMemsetD32Async;
+
+import io.volpool.backend.Phase;
+import io.volpool.backend.PhaseTimes;
+import io.volpool.backend.PlaneSink;
+import io.volpool.backend.PlaneSource;
+import io.volpool.backend.SlabInput;
+import io.volpool.backend.SlabRun;
+import io.volpool.memory.BufferPool;
+import io.volpool.op.Slab;
+import io.volpool.op.SlabPlan;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+
+/**
+ * One volume through a pipeline on a GPU in slabs along D: the same {@link SlabPlan} windows and
+ * halos as the CPU, run by the same kernels as whole volumes, told their window. {@link SlabInput}
+ * reads each slab's input window straight into one of two pinned windows (the next slab's while the
+ * GPU runs this one); each step copies its window to the device, launches the plan's kernels on it
+ * and copies the slab's output planes back into pinned memory, which the sink reads. Holds one device
+ * slot (a window per used buffer) and one pinned block (two input windows and the output planes),
+ * never the volume and nothing on the heap. Driven by one task thread.
+ */
+final class CudaSlabRun implements SlabRun {
+  private static final int NAN_BITS = Float.floatToRawIntBits(Float.NaN);
+
+  private final CudaDevice device;
+  private final SlabPlan plan;
+  private final KernelPlan kernels;
+  private final PlaneSink dst;
+  private final PhaseTimes times;
+  private final boolean poison;
+  private final int t;
+  private final long bytes;
+  private final BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned;
+  private final CudaBackend.PinnedKey hostKey;
+  private final DeviceSlot.Key slotKey;
+  private final long inWindowBytes;
+  private DeviceSlot slot;
+  private CudaBackend.PinnedBlock host;
+  private SlabInput input;
+  private FloatBuffer windowA;
+  private FloatBuffer windowB;
+  private FloatBuffer out;
+  private int o0;
+  private boolean closed;
+
+  /** Device buffer sizes of a slab run: buffer i holds stage i's widest input window, the last the output planes. */
+  static List<Long> deviceSizes(KernelPlan kp, SlabPlan sp, int planes) {
+    int t = Math.min(planes, sp.output().d());
+    int stages = sp.pipeline().stages().size();
+    List<Long> sizes = new ArrayList<>();
+    for (int i = 0; i <= stages; i++) {
+      long floats = i == stages ? Slab.floats(sp.output(), t) : Slab.floats(sp.shape(i), sp.widestInput(i, t));
+      sizes.add(kp.used(i) ? floats * Float.BYTES : 0L);
+    }
+    return sizes;
+  }
+
+  /** Pinned bytes: two input windows (one read ahead) and the output planes of one slab. */
+  private static long pinnedBytes(SlabPlan sp, int t) {
+    return (2 * SlabInput.floats(sp, t) + Slab.floats(sp.output(), t)) * Float.BYTES;
+  }
+
+  /** Host bytes from the memory budget: the pinned block. */
+  static long hostBytes(SlabPlan sp, int planes) {
+    return pinnedBytes(sp, Math.min(planes, sp.output().d()));
+  }
+
+  CudaSlabRun(CudaDevice device, SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times,
+      BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned, ExecutorService reader, boolean poison) {
+    this.device = device;
+    this.plan = plan;
+    this.kernels = KernelPlan.of(plan.pipeline(), plan.input());
+    this.dst = dst;
+    this.times = times;
+    this.poison = poison;
+    this.pinned = pinned;
+    this.t = Math.max(1, Math.min(planes, plan.output().d()));
+    this.bytes = pinnedBytes(plan, t);
+    this.inWindowBytes = SlabInput.floats(plan, t) * Float.BYTES;
+    this.hostKey = new CudaBackend.PinnedKey(device.ordinal, pinnedBytes(plan, t));
+    this.slotKey = new DeviceSlot.Key(List.copyOf(deviceSizes(kernels, plan, t)));
+    String what = "GPU slabs of " + t + " output planes of volume " + src.record() + " " + plan.input() + " through "
+        + plan.pipeline().describe();
+    long w0 = System.nanoTime();
+    long a0 = BufferPool.allocatingNanos();
+    try {
+      device.makeCurrent();
+      // device memory first, then host memory: the order batches take them in, so waits cannot form a cycle
+      slot = device.slots.take(slotKey, true, () -> what + " (device windows)");
+      host = pinned.take(hostKey, true, () -> what + " (pinned windows)");
+      windowA = floats(0, inWindowBytes);
+      windowB = floats(inWindowBytes, inWindowBytes);
+      out = floats(2 * inWindowBytes, bytes - 2 * inWindowBytes);
+      input = new SlabInput(plan, t, src, times, reader, windowA, windowB, bytes(0, inWindowBytes),
+          bytes(inWindowBytes, inWindowBytes));
+    } catch (RuntimeException | Error e) {
+      giveBack();
+      throw e;
+    } finally {
+      long allocating = BufferPool.allocatingNanos() - a0;
+      times.add(Phase.ALLOCATE, allocating);
+      times.add(Phase.WAIT_BUDGET, Math.max(0, System.nanoTime() - w0 - allocating));
+    }
+  }
+
+  /** A little-endian float view of {@code length} bytes of the pinned block from byte {@code at}. */
+  private FloatBuffer floats(long at, long length) {
+    return bytes(at, length).asFloatBuffer();
+  }
+
+  private java.nio.ByteBuffer bytes(long at, long length) {
+    return host.buffer().slice((int) at, (int) length).order(ByteOrder.LITTLE_ENDIAN);
+  }
+
+  @Override
+  public int planes() {
+    return t;
+  }
+
+  @Override
+  public long bytes() {
+    return bytes;
+  }
+
+  @Override
+  public boolean step() {
+    int od = plan.output().d();
+    if (o0 >= od) {
+      return false;
+    }
+    int o1 = Math.min(od, o0 + t);
+    FloatBuffer x = input.next(o0);
+    long xAt = x == windowA ? 0 : inWindowBytes;
+    int[] window = plan.inputPlanes(o0, o1);
+    int inFloats = Math.toIntExact(Slab.floats(plan.input(), window[1] - window[0]));
+    int outFloats = Math.toIntExact(Slab.floats(plan.output(), o1 - o0));
+    device.makeCurrent();
+    DeviceSlot s = slot;
+    Cuda.check(cuEventRecord(s.events[0], s.stream), "cuEventRecord");
+    Cuda.check(cuMemcpyHtoDAsync(s.buffers[0], host.pointer().withByteOffset(xAt), (long) inFloats * Float.BYTES, s.stream),
+        "cuMemcpyHtoDAsync(" + CudaExecutor.mib((long) inFloats * Float.BYTES) + " slab window)");
+    Cuda.check(cuEventRecord(s.events[1], s.stream), "cuEventRecord");
+    if (poison) {
+      for (int i = 1; i < s.buffers.length; i++) {
+        if (s.buffers[i] != null) {
+          Cuda.check(cuMemsetD32Async(s.buffers[i], NAN_BITS, slotKey.sizes().get(i) / Float.BYTES, s.stream),
+              "cuMemsetD32Async(poison slab buffer " + i + ")");
+        }
+      }
+    }
+    Slab[] slabs = plan.slabs(o0, o1);
+    s.runner(kernels).launch(s.stream, s.buffers, 1, slabs);
+    Cuda.check(cuEventRecord(s.events[2], s.stream), "cuEventRecord");
+    Cuda.check(cuMemcpyDtoHAsync(host.pointer().withByteOffset(2 * inWindowBytes), s.buffers[kernels.outputBuffer()],
+        (long) outFloats * Float.BYTES, s.stream), "cuMemcpyDtoHAsync(" + CudaExecutor.mib((long) outFloats * 4) + " slab output)");
+    Cuda.check(cuEventRecord(s.events[3], s.stream), "cuEventRecord");
+    long w0 = System.nanoTime();
+    Cuda.check(cuEventSynchronize(s.events[3]), "cuEventSynchronize(slab of output planes [" + o0 + ", " + o1 + ") of "
+        + input.record() + ", " + kernels.describe() + ")");
+    times.add(Phase.WAIT_GPU, System.nanoTime() - w0);
+    times.add(Phase.H2D, elapsedNanos(0, 1));
+    times.add(Phase.KERNELS, elapsedNanos(1, 2));
+    times.add(Phase.D2H, elapsedNanos(2, 3));
+    dst.write(o0, o1, out);
+    o0 = o1;
+    return true;
+  }
+
+  private long elapsedNanos(int from, int to) {
+    float[] ms = new float[1];
+    Cuda.check(cuEventElapsedTime(ms, slot.events[from], slot.events[to]), "cuEventElapsedTime");
+    return (long) (ms[0] * 1e6);
+  }
+
+  private void giveBack() {
+    try {
+      if (slot != null) {
+        device.makeCurrent();
+        Cuda.check(jcuda.driver.JCudaDriver.cuStreamSynchronize(slot.stream), "cuStreamSynchronize(slab run closed)");
+      }
+    } finally {
+      if (host != null) {
+        pinned.give(hostKey, host);
+        host = null;
+      }
+      if (slot != null) {
+        device.slots.give(slotKey, slot);
+        slot = null;
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    if (input != null) {
+      input.close();
+    }
+    giveBack();
+  }
+}

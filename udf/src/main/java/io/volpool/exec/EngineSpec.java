@@ -1,0 +1,14 @@
+package io.volpool.exec;
+
+import io.volpool.op.Pipeline;
+
+/**
+ * What the engine of a task needs to know of the run, free of Spark: built by the Spark layer from
+ * the run's settings ({@code io.volpool.spark.RunSpec#engine()}).
+ *
+ * @param pipeline the operators, weights included
+ * @param batchSize volumes per batch as the user set it; 0 lets the backend's plan choose
+ * @param outputGap bytes left before each output volume for the writer (a Parquet value's length prefix)
+ * @param outputRowBytes the most data bytes per output row of a volume stored across rows
+ */
+public record EngineSpec(Pipeline pipeline, int batchSize, int outputGap, long outputRowBytes) {}
