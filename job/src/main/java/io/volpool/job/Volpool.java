@@ -72,7 +72,7 @@ public final class Volpool {
       throw new SettingsException("Volpool.transform: " + e.getMessage(), e);
     }
     RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), VolpoolJob.cpuThreads(s, spark), s.gpuMemoryFraction(),
-        s.memoryBudget(), "rows", null, s.npyMaxHeaderBytes(), 0, s.outputRowBytes());
+        s.memoryBudget(), "rows", null, s.npyMaxHeaderBytes(), 0, s.outputRowBytes(), false);
     return in.mapPartitions(new RowTransform(spec, layout), Encoders.row(layout.outputSchema()));
   }
 

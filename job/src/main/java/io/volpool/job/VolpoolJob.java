@@ -226,7 +226,7 @@ public final class VolpoolJob {
         provenance(s, pipeline, conf), s.outputRowBytes());
     RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuMemoryFraction(),
         s.memoryBudget(), s.inputFormat(), layout, s.npyMaxHeaderBytes(), npyOut ? 0 : ParquetBatchWriter.GAP,
-        s.outputRowBytes());
+        s.outputRowBytes(), rowsOut);
     if (local) {
       spec.executorBudgetBytes(); // a budget the heap cannot hold
     }

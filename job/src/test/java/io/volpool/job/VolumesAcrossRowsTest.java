@@ -339,7 +339,7 @@ class VolumesAcrossRowsTest {
     io.volpool.spark.TaskPlan plan = io.volpool.job.io.PlaneRowPlanner.plan(tmp.resolve("in").toString(), layout, conf,
         128L << 20, 4L << 20, 1).tasks().get(0);
     Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
-    io.volpool.exec.EngineSpec spec = new io.volpool.exec.EngineSpec(p, 0, io.volpool.io.ParquetBatchWriter.GAP, 1L << 20);
+    io.volpool.exec.EngineSpec spec = new io.volpool.exec.EngineSpec(p, 0, io.volpool.io.ParquetBatchWriter.GAP, 1L << 20, true);
     io.volpool.memory.MemoryBudget budget = new io.volpool.memory.MemoryBudget(4L << 20);
     List<Long> seen = new ArrayList<>();
     try (CpuBackend cpu = CpuBackend.fast(1, budget);

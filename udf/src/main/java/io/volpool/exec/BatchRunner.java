@@ -80,6 +80,7 @@ public final class BatchRunner implements TaskRun {
   private Batch lastReturned;
   private SpilledVolume spilled;
   private SpilledVolume lastSpilled;
+  private StreamedVolume streamed;
   private long slabbed;
   private long volumesIn;
   private long bytesIn;
@@ -177,7 +178,21 @@ public final class BatchRunner implements TaskRun {
       lastSpilled = null;
     }
     while (true) {
+      if (streamed != null) {
+        Finished f = streamed.next();
+        if (f != null) {
+          bytesOut += f.output().capacity() - outputGap;
+          maybeLog();
+          return f;
+        }
+        batches += streamed.slabs();
+        streamed.close();
+        streamed = null;
+      }
       fill();
+      if (streamed != null) {
+        continue;
+      }
       if (spilled != null) {
         lastSpilled = spilled;
         spilled = null;
@@ -324,7 +339,14 @@ public final class BatchRunner implements TaskRun {
     LOG.info("{}: volume {} {} ({}) runs alone on {}, in slabs along D: {}", taskName, item.record(), s,
         MemoryBudget.mib(s.bytes()), backend.name(device), vp.why());
     try {
-      spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, times, scratch);
+      if (spec.outputRows() && !spec.pipeline().stages().isEmpty()) {
+        // written across rows: the output streams out row by row as the slabs run, whatever its size
+        streamed = StreamedVolume.start(item, spec.pipeline(), backend, device, vp.slabPlanes(), spec.outputRowBytes(),
+            budget, times, scratch);
+      } else {
+        spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, times, scratch);
+        bytesOut += outShape.bytes();
+      }
     } catch (IllegalArgumentException e) {
       throw new BadRecordException(item.record(), e.getMessage(), e);
     }
@@ -332,7 +354,6 @@ public final class BatchRunner implements TaskRun {
     volumesIn++;
     bytesIn += s.bytes();
     onRead.run();
-    bytesOut += outShape.bytes();
     slabbed++;
   }
 
@@ -404,6 +425,14 @@ public final class BatchRunner implements TaskRun {
     }
     spilled = null;
     lastSpilled = null;
+    if (streamed != null) {
+      try {
+        streamed.close();
+      } catch (RuntimeException e) {
+        first = e;
+      }
+      streamed = null;
+    }
     List<Batch> all = new ArrayList<>();
     if (lastReturned != null) {
       all.add(lastReturned);

@@ -9,6 +9,8 @@ import io.volpool.op.Pipeline;
  * @param pipeline the operators, weights included
  * @param batchSize volumes per batch as the user set it; 0 lets the backend's plan choose
  * @param outputGap bytes left before each output volume for the writer (a Parquet value's length prefix)
- * @param outputRowBytes the most data bytes per output row of a volume stored across rows
+ * @param outputRowBytes the most data bytes per output row of a volume written across rows
+ * @param outputRows the output holds volumes across rows (Parquet with d0/d1): a volume run in slabs
+ *     then streams out row by row as its slabs finish, whatever its size
  */
-public record EngineSpec(Pipeline pipeline, int batchSize, int outputGap, long outputRowBytes) {}
+public record EngineSpec(Pipeline pipeline, int batchSize, int outputGap, long outputRowBytes, boolean outputRows) {}

@@ -12,9 +12,6 @@ import io.volpool.io.VolumeSource;
 import io.volpool.memory.MemoryBudget;
 import io.volpool.op.SlabPlan;
 import io.volpool.op.VolumeShape;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.util.ArrayDeque;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,12 +41,10 @@ public final class SlabVolumes implements TaskRun {
   private final MemoryBudget budget;
   private final PhaseTimes times;
   private final String task;
-  private final ArrayDeque<BatchRunner.Finished> ready = new ArrayDeque<>();
+  private OutputRows rows;
   private int nextVolume;
   private SlabRun run;
   private PlaneSource src;
-  private long held;
-  private long heldReturned;
   private long bytesIn;
   private long bytesOut;
   private long slabs;
@@ -69,13 +64,20 @@ public final class SlabVolumes implements TaskRun {
 
   @Override
   public BatchRunner.Finished next() {
-    if (heldReturned > 0) {
-      budget.release(heldReturned, MemoryBudget.Use.BATCHES);
-      heldReturned = 0;
-    }
-    while (ready.isEmpty()) {
-      if (run == null && !open()) {
-        return null;
+    while (true) {
+      BatchRunner.Finished f = rows == null ? null : rows.poll();
+      if (f != null) {
+        bytesOut += f.output().capacity() - ParquetBatchWriter.GAP;
+        return f;
+      }
+      if (run == null) {
+        if (rows != null) {
+          rows.close(); // every row of the last volume has been handed out
+          rows = null;
+        }
+        if (!open()) {
+          return null;
+        }
       }
       if (!run.step()) {
         closeVolume();
@@ -86,12 +88,6 @@ public final class SlabVolumes implements TaskRun {
         slabs++;
       }
     }
-    BatchRunner.Finished f = ready.poll();
-    long bytes = f.output().capacity();
-    held -= bytes;
-    heldReturned = bytes;
-    bytesOut += bytes - ParquetBatchWriter.GAP;
-    return f;
   }
 
   /** Opens the next volume; false when none is left. */
@@ -108,9 +104,8 @@ public final class SlabVolumes implements TaskRun {
           + spec.pipeline().describe() + ": " + e.getMessage());
     }
     VolumeShape out = plan.output();
-    long planeBytes = (long) out.c() * out.h() * out.w() * Float.BYTES;
-    int rowPlanes = (int) Math.max(1, Math.min(out.d(), spec.outputRowBytes() / planeBytes));
-    long outRow = rowPlanes * planeBytes;
+    int rowPlanes = OutputRows.rowPlanes(out, spec.outputRowBytes());
+    long outRow = OutputRows.rowBytes(out, rowPlanes);
     long inRow = v.rows().stream().mapToLong(r -> (long) (r.d1() - r.d0())).max().orElse(1)
         * v.shape().c() * v.shape().h() * v.shape().w() * Float.BYTES;
     // the slab gets what two input rows (one read ahead) and three output rows (one being written,
@@ -129,7 +124,8 @@ public final class SlabVolumes implements TaskRun {
     src = input.open(v);
     volumeBytes = v.bytes();
     volumeCounted = 0;
-    run = backend.startSlabs(plan, planes, src, new RowCutter(first, out, rowPlanes), times, device);
+    rows = new OutputRows(first, out, rowPlanes, budget, done -> slabDone(done, out.d()));
+    run = backend.startSlabs(plan, planes, src, rows, times, device);
     LOG.info("{}: volume id={} {} -> {} in {} rows on {}, slabs of {} output planes ({} of host buffers), output rows of {}"
         + " planes", task, v.id(), v.shape(), out, v.rows().size(), backend.name(device), run.planes(),
         MemoryBudget.mib(run.bytes()), rowPlanes);
@@ -150,55 +146,6 @@ public final class SlabVolumes implements TaskRun {
     bytesIn += now - volumeCounted;
     volumeCounted = now;
     onRead.run();
-  }
-
-  /** Gathers slab outputs into output rows of {@code rowPlanes} planes (the last may be shorter). */
-  private final class RowCutter implements io.volpool.backend.PlaneSink {
-    private final VolumeSource first;
-    private final VolumeShape out;
-    private final int rowPlanes;
-    private final int ohw;
-    private ByteBuffer row;
-    private int r0;
-    private int rn;
-
-    RowCutter(VolumeSource first, VolumeShape out, int rowPlanes) {
-      this.first = first;
-      this.out = out;
-      this.rowPlanes = rowPlanes;
-      this.ohw = out.h() * out.w();
-    }
-
-    private long planesDone;
-
-    @Override
-    public void write(int o0, int o1, java.nio.FloatBuffer y) {
-      planesDone += o1 - o0;
-      slabDone(planesDone, out.d());
-      int d = o0;
-      while (d < o1) {
-        if (row == null) {
-          r0 = d;
-          rn = Math.min(rowPlanes, out.d() - d);
-          long bytes = ParquetBatchWriter.GAP + (long) out.c() * rn * ohw * Float.BYTES;
-          budget.forceAcquire(bytes, MemoryBudget.Use.BATCHES);
-          held += bytes;
-          row = ByteBuffer.allocate((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
-        }
-        int n = Math.min(o1, r0 + rn) - d;
-        for (int c = 0; c < out.c(); c++) {
-          row.position(ParquetBatchWriter.GAP + (c * rn + d - r0) * ohw * Float.BYTES);
-          row.asFloatBuffer().put(0, y, (c * (o1 - o0) + d - o0) * ohw, n * ohw);
-        }
-        d += n;
-        if (d == r0 + rn) {
-          row.clear();
-          ready.add(new BatchRunner.Finished(List.of(first), out, row, new long[] {ParquetBatchWriter.GAP},
-              new int[][] {{r0, r0 + rn}}));
-          row = null;
-        }
-      }
-    }
   }
 
   private void closeVolume() {
@@ -247,10 +194,10 @@ public final class SlabVolumes implements TaskRun {
       closeSource();
       input.close();
     } finally {
-      budget.release(held + heldReturned, MemoryBudget.Use.BATCHES);
-      held = 0;
-      heldReturned = 0;
-      ready.clear();
+      if (rows != null) {
+        rows.close();
+        rows = null;
+      }
     }
   }
 }

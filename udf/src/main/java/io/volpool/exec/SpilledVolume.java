@@ -54,8 +54,9 @@ final class SpilledVolume implements AutoCloseable {
     VolumeShape in = item.shape();
     VolumeShape out = pipeline.outputShape(in);
     if (gap + out.bytes() > Integer.MAX_VALUE - 8) {
-      throw new IllegalArgumentException("the output " + out + " of this volume is more than a Parquet value can hold"
-          + " (2 GiB); store the input across rows (a d0/d1 plane range per row), and its output is written the same way");
+      throw new IllegalArgumentException("the output " + out + " of this volume is more than one Parquet value or one"
+          + " output buffer holds (2 GiB); write it across rows with " + io.volpool.conf.VolpoolOptions.OUTPUT_LAYOUT.key()
+          + "=rows (Parquet output), which streams it out row by row as its slabs finish");
     }
     File inFile = null;
     File outFile = null;
@@ -69,15 +70,12 @@ final class SpilledVolume implements AutoCloseable {
         times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
       } else {
         SlabPlan plan = new SlabPlan(pipeline, in);
-        // stored plainly: slabs read their planes where they lie; else the volume is spilled first
-        PlaneSource source = item.positionedPlanes();
-        if (source == null) {
-          inFile = scratch(scratch, "in");
-          MappedByteBuffer inMap = map(inFile, in.bytes());
-          long r0 = System.nanoTime();
-          item.copyTo(new MappedSink(inMap, 0));
-          times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
-          source = new MappedSource(item.record(), in, inMap.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer());
+        File[] spilled = new File[1];
+        PlaneSource source;
+        try {
+          source = planes(item, times, scratch, spilled);
+        } finally {
+          inFile = spilled[0];
         }
         FloatBuffer dst = outMap.duplicate().order(ByteOrder.LITTLE_ENDIAN).position(gap).slice()
             .order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
@@ -103,6 +101,25 @@ final class SpilledVolume implements AutoCloseable {
     }
   }
 
+  /**
+   * The planes of {@code item}: read where they lie when it is stored plainly (an uncompressed PLAIN
+   * Parquet value, a C-order {@code <f4} .npy), else from a copy streamed into a mapped scratch file,
+   * which {@code spilled[0]} names for the caller to delete.
+   */
+  static PlaneSource planes(VolumeSource item, PhaseTimes times, ScratchFiles scratch, File[] spilled) {
+    PlaneSource source = item.positionedPlanes();
+    if (source != null) {
+      return source;
+    }
+    VolumeShape in = item.shape();
+    spilled[0] = scratch(scratch, "in");
+    MappedByteBuffer inMap = map(spilled[0], in.bytes());
+    long r0 = System.nanoTime();
+    item.copyTo(new MappedSink(inMap, 0));
+    times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
+    return new MappedSource(item.record(), in, inMap.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer());
+  }
+
   /** A file for spilled bytes from {@code scratch} (the executor's local directories under Spark). */
   private static File scratch(ScratchFiles scratch, String what) {
     try {
@@ -122,7 +139,7 @@ final class SpilledVolume implements AutoCloseable {
     }
   }
 
-  private static void delete(File f) {
+  static void delete(File f) {
     if (f != null) {
       try {
         Files.deleteIfExists(f.toPath());

@@ -39,7 +39,7 @@ public final class RowTransform implements MapPartitionsFunction<Row, Row> {
     Backend backend = Backends.get(spec.device(), spec.executorThreads(), spec.gpuMemoryFraction(), budget);
     int device = PartitionRunner.deviceOf(tc, backend);
     BatchRunner runner = new BatchRunner(new RowInput(rows, layout), backend, device,
-        new EngineSpec(spec.pipeline(), spec.batchSize(), 0, spec.outputRowBytes()), budget, new PhaseTimes(),
+        new EngineSpec(spec.pipeline(), spec.batchSize(), 0, spec.outputRowBytes(), false), budget, new PhaseTimes(),
         "transform partition " + (tc == null ? 0 : tc.partitionId()), PartitionRunner.LOCAL_DIRS);
     if (tc != null) {
       tc.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) ctx -> runner.close());

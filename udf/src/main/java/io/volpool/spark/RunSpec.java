@@ -19,13 +19,15 @@ import java.io.Serializable;
  * @param npyMaxHeaderBytes the largest .npy header accepted
  * @param outputGap bytes the backend leaves before each output volume (4 for Parquet output, 0 for .npy)
  * @param outputRowBytes the most data bytes per output row of a volume stored across rows
+ * @param outputRows the output holds volumes across rows (Parquet with d0/d1 columns)
  */
 public record RunSpec(Pipeline pipeline, String device, int batchSize, int cpuThreads, double gpuMemoryFraction, long memoryBudget,
-    String inputFormat, TensorLayout layout, int npyMaxHeaderBytes, int outputGap, long outputRowBytes) implements Serializable {
+    String inputFormat, TensorLayout layout, int npyMaxHeaderBytes, int outputGap, long outputRowBytes, boolean outputRows)
+    implements Serializable {
 
   /** What the engine needs of this run. */
   public io.volpool.exec.EngineSpec engine() {
-    return new io.volpool.exec.EngineSpec(pipeline, batchSize, outputGap, outputRowBytes);
+    return new io.volpool.exec.EngineSpec(pipeline, batchSize, outputGap, outputRowBytes, outputRows);
   }
 
   /** Threads of the CPU backend in this executor JVM: the resolved setting, else the executor's cores. */

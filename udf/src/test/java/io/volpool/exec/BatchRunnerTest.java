@@ -114,7 +114,7 @@ class BatchRunnerTest {
   /** Runs the input through a runner and returns each volume's output, in the order they came back. */
   static List<float[]> run(Input in, CpuBackend cpu, MemoryBudget budget, int batch) {
     List<float[]> out = new ArrayList<>();
-    EngineSpec spec = new EngineSpec(POOL, batch, 4, 512L << 20);
+    EngineSpec spec = new EngineSpec(POOL, batch, 4, 512L << 20, false);
     PhaseTimes times = new PhaseTimes();
     try (BatchRunner r = new BatchRunner(in, cpu, 0, spec, budget, times, "test", ScratchFiles.TEMP)) {
       BatchRunner.Finished f;
@@ -238,7 +238,7 @@ class BatchRunnerTest {
     List<VolumeShape> shapes = java.util.Collections.nCopies(200, s);
     MemoryBudget budget = new MemoryBudget(1_000_000);
     List<float[]> out = new ArrayList<>();
-    EngineSpec spec = new EngineSpec(POOL, 0, 4, 512L << 20);
+    EngineSpec spec = new EngineSpec(POOL, 0, 4, 512L << 20, false);
     try (CpuBackend cpu = CpuBackend.fast(1, budget);
         BatchRunner r = new BatchRunner(input(shapes, 5, 0), cpu, 0, spec, budget, new PhaseTimes(), "test", ScratchFiles.TEMP)) {
       int unbounded = cpu.plan(POOL, s, 0, 0, 4, new MemoryBudget(1L << 40)).batch();

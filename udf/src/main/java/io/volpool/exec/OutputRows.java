@@ -1,0 +1,118 @@
+package io.volpool.exec;
+
+import io.volpool.backend.PlaneSink;
+import io.volpool.io.ParquetBatchWriter;
+import io.volpool.io.VolumeSource;
+import io.volpool.memory.MemoryBudget;
+import io.volpool.op.VolumeShape;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.function.LongConsumer;
+
+/**
+ * Cuts the output planes of a slabbed volume into output rows of {@code rowPlanes} whole planes (the
+ * last may be shorter) as its slabs finish, each a {@link BatchRunner.Finished} of one row with its
+ * plane range: the output streams out row by row and is never made whole, whatever its size. Row
+ * buffers count against the budget (forced: the rows already being written must not wait for the
+ * rows behind them) from when they are filled until the caller is done with them. Driven by one
+ * task thread.
+ */
+final class OutputRows implements PlaneSink {
+  private final VolumeSource first;
+  private final VolumeShape out;
+  private final int rowPlanes;
+  private final int ohw;
+  private final MemoryBudget budget;
+  private final LongConsumer planesDone;
+  private final ArrayDeque<BatchRunner.Finished> ready = new ArrayDeque<>();
+  private ByteBuffer row;
+  private int r0;
+  private int rn;
+  private long done;
+  /** Bytes of rows filled or ready, and of the row last handed out (freed at the next poll). */
+  private long held;
+  private long returned;
+
+  /**
+   * @param first the input row whose pass-through columns every output row carries
+   * @param planesDone told the output planes done so far after each slab (progress)
+   */
+  OutputRows(VolumeSource first, VolumeShape out, int rowPlanes, MemoryBudget budget, LongConsumer planesDone) {
+    this.first = first;
+    this.out = out;
+    this.rowPlanes = rowPlanes;
+    this.ohw = out.h() * out.w();
+    this.budget = budget;
+    this.planesDone = planesDone;
+  }
+
+  /** Whole output planes per row, at most {@code rowBytes} of data (at least one plane). */
+  static int rowPlanes(VolumeShape out, long rowBytes) {
+    long planeBytes = (long) out.c() * out.h() * out.w() * Float.BYTES;
+    return (int) Math.max(1, Math.min(out.d(), rowBytes / planeBytes));
+  }
+
+  /** Bytes of one row of {@code rowPlanes} planes, its length prefix included. */
+  static long rowBytes(VolumeShape out, int rowPlanes) {
+    return ParquetBatchWriter.GAP + (long) out.c() * rowPlanes * out.h() * out.w() * Float.BYTES;
+  }
+
+  @Override
+  public void write(int o0, int o1, FloatBuffer y) {
+    done += o1 - o0;
+    planesDone.accept(done);
+    int d = o0;
+    while (d < o1) {
+      if (row == null) {
+        r0 = d;
+        rn = Math.min(rowPlanes, out.d() - d);
+        long bytes = rowBytes(out, rn);
+        budget.forceAcquire(bytes, MemoryBudget.Use.BATCHES);
+        held += bytes;
+        row = ByteBuffer.allocate((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
+      }
+      int n = Math.min(o1, r0 + rn) - d;
+      for (int c = 0; c < out.c(); c++) {
+        row.position(ParquetBatchWriter.GAP + (c * rn + d - r0) * ohw * Float.BYTES);
+        row.asFloatBuffer().put(0, y, (c * (o1 - o0) + d - o0) * ohw, n * ohw);
+      }
+      d += n;
+      if (d == r0 + rn) {
+        row.clear();
+        ready.add(new BatchRunner.Finished(List.of(first), out, row, new long[] {ParquetBatchWriter.GAP},
+            new int[][] {{r0, r0 + rn}}));
+        row = null;
+      }
+    }
+  }
+
+  /**
+   * The next finished row (valid until the next call), or null when none is ready; the row handed
+   * out before goes back to the budget.
+   */
+  BatchRunner.Finished poll() {
+    if (returned > 0) {
+      budget.release(returned, MemoryBudget.Use.BATCHES);
+      returned = 0;
+    }
+    BatchRunner.Finished f = ready.poll();
+    if (f != null) {
+      long bytes = f.output().capacity();
+      held -= bytes;
+      returned = bytes;
+    }
+    return f;
+  }
+
+  /** Gives every row buffer back to the budget; safe to call twice. */
+  void close() {
+    budget.release(held + returned, MemoryBudget.Use.BATCHES);
+    held = 0;
+    returned = 0;
+    ready.clear();
+    row = null;
+  }
+}

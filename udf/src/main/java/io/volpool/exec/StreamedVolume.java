@@ -1,0 +1,103 @@
+package io.volpool.exec;
+
+import io.volpool.backend.Backend;
+import io.volpool.backend.PhaseTimes;
+import io.volpool.backend.PlaneSource;
+import io.volpool.backend.SlabRun;
+import io.volpool.io.VolumeSource;
+import io.volpool.memory.MemoryBudget;
+import io.volpool.op.Pipeline;
+import io.volpool.op.SlabPlan;
+import java.io.File;
+
+/**
+ * A volume stored in one row (or one .npy file) that runs alone in slabs and is written across rows:
+ * its output streams out as rows of whole planes ({@link OutputRows}) while its slabs run, so no
+ * output of any size is ever made whole (a fused output of several GiB from one input row). The
+ * planes are read where they lie, or from a scratch copy ({@link SpilledVolume#planes}). Driven by
+ * one task thread; {@link #close()} gives everything back and deletes the copy.
+ */
+final class StreamedVolume implements AutoCloseable {
+  private final File spill;
+  private final PlaneSource src;
+  private final OutputRows rows;
+  private final SlabRun run;
+  private boolean ran;
+  private long slabs;
+
+  private StreamedVolume(File spill, PlaneSource src, OutputRows rows, SlabRun run) {
+    this.spill = spill;
+    this.src = src;
+    this.rows = rows;
+    this.run = run;
+  }
+
+  /**
+   * Starts {@code item} through {@code pipeline} on {@code backend}'s {@code device} in slabs of at
+   * most {@code planes} output planes, written in rows of at most {@code rowBytes}; call holding no batch.
+   */
+  static StreamedVolume start(VolumeSource item, Pipeline pipeline, Backend backend, int device, int planes,
+      long rowBytes, MemoryBudget budget, PhaseTimes times, ScratchFiles scratch) {
+    SlabPlan plan = new SlabPlan(pipeline, item.shape());
+    int rowPlanes = OutputRows.rowPlanes(plan.output(), rowBytes);
+    long outRow = OutputRows.rowBytes(plan.output(), rowPlanes);
+    // the slabs get what three output rows (one being written, one ready, one being filled) leave
+    int fit = backend.slabPlanes(plan, Math.min(budget.maxRequest(), Math.max(budget.limit() / 4, budget.limit()
+        - 3 * outRow)), device);
+    int t = fit >= 1 ? Math.min(planes, fit) : planes;
+    File[] spilled = new File[1];
+    PlaneSource src = null;
+    OutputRows rows = null;
+    try {
+      src = SpilledVolume.planes(item, times, scratch, spilled);
+      rows = new OutputRows(item, plan.output(), rowPlanes, budget, done -> { });
+      SlabRun run = backend.startSlabs(plan, t, src, rows, times, device);
+      return new StreamedVolume(spilled[0], src, rows, run);
+    } catch (RuntimeException | Error e) {
+      if (rows != null) {
+        rows.close();
+      }
+      if (src != null) {
+        src.close();
+      }
+      SpilledVolume.delete(spilled[0]);
+      throw e;
+    }
+  }
+
+  /** Output planes per slab. */
+  int planes() {
+    return run.planes();
+  }
+
+  /** Slabs run so far. */
+  long slabs() {
+    return slabs;
+  }
+
+  /** The next output row (valid until the next call), or null once the volume is written. */
+  BatchRunner.Finished next() {
+    while (true) {
+      BatchRunner.Finished f = rows.poll();
+      if (f != null || ran) {
+        return f;
+      }
+      if (run.step()) {
+        slabs++;
+      } else {
+        ran = true;
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    try {
+      run.close();
+      src.close();
+    } finally {
+      rows.close();
+      SpilledVolume.delete(spill);
+    }
+  }
+}
