@@ -71,8 +71,7 @@ public final class Volpool {
     } catch (IllegalArgumentException e) {
       throw new SettingsException("Volpool.transform: " + e.getMessage(), e);
     }
-    RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), VolpoolJob.cpuThreads(s, spark), s.gpuMemoryFraction(),
-        s.memoryBudget(), "rows", null, s.npyMaxHeaderBytes(), 0, s.outputRowBytes(), false);
+    RunSpec spec = VolpoolJob.runSpec(s, spark, pipeline, "rows", null, 0, false);
     return in.mapPartitions(new RowTransform(spec, layout), Encoders.row(layout.outputSchema()));
   }
 

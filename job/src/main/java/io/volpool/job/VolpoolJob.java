@@ -147,6 +147,21 @@ public final class VolpoolJob {
    * executor resolves to its own cores ({@link RunSpec#executorThreads}): the driver's host says
    * nothing about the executors'.
    */
+  /**
+   * What executors need of a run, built from the settings here and only here (the job and
+   * {@code Volpool.transform} both call it), so a setting reaches executors one way.
+   *
+   * @param inputFormat {@code parquet}, {@code npy}, or {@code rows} (a DataFrame's rows)
+   * @param layout the Parquet input layout, null for .npy input and DataFrames
+   * @param outputGap bytes left before each output volume (4 for Parquet values, 0 otherwise)
+   * @param outputRows the output holds volumes across rows
+   */
+  static RunSpec runSpec(JobSettings s, SparkSession spark, Pipeline pipeline, String inputFormat, TensorLayout layout,
+      int outputGap, boolean outputRows) {
+    return new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuMemoryFraction(), s.memoryBudget(),
+        inputFormat, layout, s.npyMaxHeaderBytes(), outputGap, s.outputRowBytes(), outputRows);
+  }
+
   static int cpuThreads(JobSettings s, SparkSession spark) {
     if (s.cpuThreads() > 0) {
       return s.cpuThreads();
@@ -224,9 +239,7 @@ public final class VolpoolJob {
         (layout == null ? TensorLayout.npyOutputSchema(rowsOut) : layout.outputSchema(rowsOut)).toString(),
         layout == null ? List.of(TensorLayout.ID) : layout.passthrough(), codec(s), ROW_GROUP_BYTES,
         provenance(s, pipeline, conf), s.outputRowBytes());
-    RunSpec spec = new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuMemoryFraction(),
-        s.memoryBudget(), s.inputFormat(), layout, s.npyMaxHeaderBytes(), npyOut ? 0 : ParquetBatchWriter.GAP,
-        s.outputRowBytes(), rowsOut);
+    RunSpec spec = runSpec(s, spark, pipeline, s.inputFormat(), layout, npyOut ? 0 : ParquetBatchWriter.GAP, rowsOut);
     if (local) {
       spec.executorBudgetBytes(); // a budget the heap cannot hold
     }

@@ -73,6 +73,35 @@ class PackageRulesTest {
   }
 
   @Test
+  void writersAskTheVolumeSourceInsteadOfDowncastingIt() throws Exception {
+    Pattern downcast = Pattern.compile("\\(\\s*(ParquetVolumeInput\\.Row|NpyVolumeInput\\.FileVolume|RowInput\\.RowVolume)"
+        + "\\s*\\)|instanceof\\s+(ParquetVolumeInput\\.Row|NpyVolumeInput\\.FileVolume|RowInput\\.RowVolume)");
+    List<String> wrong = new ArrayList<>();
+    for (Source s : sources()) {
+      for (int i = 0; i < s.code().size(); i++) {
+        if (downcast.matcher(s.code().get(i)).find()) {
+          wrong.add(s.path() + ":" + (i + 1) + ": " + s.code().get(i).trim());
+        }
+      }
+    }
+    assertThat(wrong).as("downcasts of a volume to its reader's type").isEmpty();
+  }
+
+  @Test
+  void theRunSpecIsBuiltInOnePlace() throws Exception {
+    List<String> built = new ArrayList<>();
+    for (Source s : sources()) {
+      for (int i = 0; i < s.code().size(); i++) {
+        if (s.code().get(i).contains("new RunSpec(")) {
+          built.add(s.path().getFileName() + ":" + (i + 1));
+        }
+      }
+    }
+    assertThat(built).as("places that build the RunSpec").hasSize(1);
+    assertThat(built.get(0)).startsWith("VolpoolJob.java:");
+  }
+
+  @Test
   void onlyTheBackendChooserNamesABackendType() throws Exception {
     List<String> wrong = new ArrayList<>();
     for (Source s : sources()) {

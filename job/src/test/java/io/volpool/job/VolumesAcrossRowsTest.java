@@ -345,7 +345,7 @@ class VolumesAcrossRowsTest {
     try (CpuBackend cpu = CpuBackend.fast(1, budget);
         io.volpool.exec.SlabVolumes run = new io.volpool.exec.SlabVolumes(plan.volumes(),
             new io.volpool.io.PlaneRowsInput(layout, conf, budget, new io.volpool.backend.PhaseTimes()), cpu, 0, spec, budget,
-            new io.volpool.backend.PhaseTimes(), "test")) {
+            new io.volpool.exec.TaskState(), "test")) {
       run.onRead(() -> seen.add(run.bytesIn()));
       while (run.next() != null) {
         // drain

@@ -51,9 +51,10 @@ public final class BatchRunner implements TaskRun {
    * {@link #next()}. For rows of a volume stored across rows, {@code planes[i]} is output row
    * {@code i}'s plane range {@code {d0, d1}} of the whole output {@code outShape} (null otherwise).
    */
-  public record Finished(List<VolumeSource> items, VolumeShape outShape, ByteBuffer output, long[] offsets, int[][] planes) {
-    public Finished(List<VolumeSource> items, VolumeShape outShape, ByteBuffer output, long[] offsets) {
-      this(items, outShape, output, offsets, null);
+  public record Finished(List<VolumeSource> items, VolumeShape outShape, ByteBuffer output, long[] offsets, int[][] planes,
+      TaskState task) {
+    public Finished(List<VolumeSource> items, VolumeShape outShape, ByteBuffer output, long[] offsets, TaskState task) {
+      this(items, outShape, output, offsets, null, task);
     }
   }
 
@@ -67,6 +68,7 @@ public final class BatchRunner implements TaskRun {
   private final int outputGap;
   private final MemoryBudget budget;
   private final PhaseTimes times;
+  private final TaskState task;
   private final String taskName;
   private final ArrayDeque<Submitted> inflight = new ArrayDeque<>();
   private final Gate gate;
@@ -95,7 +97,7 @@ public final class BatchRunner implements TaskRun {
    * @param times where waiting and device time are added
    */
   public BatchRunner(VolumeInput input, Backend backend, int device, EngineSpec spec, MemoryBudget budget,
-      PhaseTimes times, String taskName, ScratchFiles scratch) {
+      TaskState task, String taskName, ScratchFiles scratch) {
     this.input = input;
     this.backend = backend;
     this.device = device;
@@ -104,7 +106,8 @@ public final class BatchRunner implements TaskRun {
     this.outputGap = spec.outputGap();
     this.budget = budget;
     this.gate = new Gate();
-    this.times = times;
+    this.task = task;
+    this.times = task.times();
     this.taskName = taskName;
   }
 
@@ -342,9 +345,9 @@ public final class BatchRunner implements TaskRun {
       if (spec.outputRows() && !spec.pipeline().stages().isEmpty()) {
         // written across rows: the output streams out row by row as the slabs run, whatever its size
         streamed = StreamedVolume.start(item, spec.pipeline(), backend, device, vp.slabPlanes(), spec.outputRowBytes(),
-            budget, times, scratch);
+            budget, task, scratch);
       } else {
-        spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, times, scratch);
+        spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, task, scratch);
         bytesOut += outShape.bytes();
       }
     } catch (IllegalArgumentException e) {
@@ -379,7 +382,7 @@ public final class BatchRunner implements TaskRun {
     bytesOut += outShape.bytes() * offsets.length;
     lastReturned = s.batch();
     maybeLog();
-    return new Finished(s.items(), outShape, out, offsets);
+    return new Finished(s.items(), outShape, out, offsets, task);
   }
 
   private void openExecutor(VolumeShape s, VolumePlan vp) {

@@ -27,6 +27,7 @@ final class OutputRows implements PlaneSink {
   private final int ohw;
   private final MemoryBudget budget;
   private final LongConsumer planesDone;
+  private final TaskState task;
   private final ArrayDeque<BatchRunner.Finished> ready = new ArrayDeque<>();
   private ByteBuffer row;
   private int r0;
@@ -40,7 +41,9 @@ final class OutputRows implements PlaneSink {
    * @param first the input row whose pass-through columns every output row carries
    * @param planesDone told the output planes done so far after each slab (progress)
    */
-  OutputRows(VolumeSource first, VolumeShape out, int rowPlanes, MemoryBudget budget, LongConsumer planesDone) {
+  OutputRows(VolumeSource first, VolumeShape out, int rowPlanes, MemoryBudget budget, TaskState task,
+      LongConsumer planesDone) {
+    this.task = task;
     this.first = first;
     this.out = out;
     this.rowPlanes = rowPlanes;
@@ -83,7 +86,7 @@ final class OutputRows implements PlaneSink {
       if (d == r0 + rn) {
         row.clear();
         ready.add(new BatchRunner.Finished(List.of(first), out, row, new long[] {ParquetBatchWriter.GAP},
-            new int[][] {{r0, r0 + rn}}));
+            new int[][] {{r0, r0 + rn}}, task));
         row = null;
       }
     }

@@ -40,6 +40,7 @@ public final class SlabVolumes implements TaskRun {
   private final EngineSpec spec;
   private final MemoryBudget budget;
   private final PhaseTimes times;
+  private final TaskState state;
   private final String task;
   private OutputRows rows;
   private int nextVolume;
@@ -51,14 +52,15 @@ public final class SlabVolumes implements TaskRun {
   private long done;
 
   public SlabVolumes(List<PlaneVolume> volumes, PlaneRowsInput input, Backend backend, int device, EngineSpec spec,
-      MemoryBudget budget, PhaseTimes times, String task) {
+      MemoryBudget budget, TaskState state, String task) {
     this.volumes = volumes;
     this.input = input;
     this.backend = backend;
     this.device = device;
     this.spec = spec;
     this.budget = budget;
-    this.times = times;
+    this.state = state;
+    this.times = state.times();
     this.task = task;
   }
 
@@ -124,7 +126,7 @@ public final class SlabVolumes implements TaskRun {
     src = input.open(v);
     volumeBytes = v.bytes();
     volumeCounted = 0;
-    rows = new OutputRows(first, out, rowPlanes, budget, done -> slabDone(done, out.d()));
+    rows = new OutputRows(first, out, rowPlanes, budget, state, done -> slabDone(done, out.d()));
     run = backend.startSlabs(plan, planes, src, rows, times, device);
     LOG.info("{}: volume id={} {} -> {} in {} rows on {}, slabs of {} output planes ({} of host buffers), output rows of {}"
         + " planes", task, v.id(), v.shape(), out, v.rows().size(), backend.name(device), run.planes(),

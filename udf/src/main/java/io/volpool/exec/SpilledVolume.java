@@ -50,7 +50,8 @@ final class SpilledVolume implements AutoCloseable {
    * {@code planes} output planes (as {@link Backend#plan} chose); call holding no batch.
    */
   static SpilledVolume run(VolumeSource item, Pipeline pipeline, Backend backend, int device, int planes, int gap,
-      PhaseTimes times, ScratchFiles scratch) {
+      TaskState task, ScratchFiles scratch) {
+    PhaseTimes times = task.times();
     VolumeShape in = item.shape();
     VolumeShape out = pipeline.outputShape(in);
     if (gap + out.bytes() > Integer.MAX_VALUE - 8) {
@@ -93,7 +94,7 @@ final class SpilledVolume implements AutoCloseable {
       ByteBuffer output = outMap.duplicate().order(ByteOrder.LITTLE_ENDIAN).clear();
       output.limit((int) (gap + out.bytes()));
       return new SpilledVolume(inFile, outFile,
-          new BatchRunner.Finished(List.of(item), out, output, new long[] {gap}));
+          new BatchRunner.Finished(List.of(item), out, output, new long[] {gap}, task));
     } catch (RuntimeException | Error e) {
       delete(inFile);
       delete(outFile);

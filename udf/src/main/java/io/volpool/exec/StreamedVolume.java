@@ -37,7 +37,8 @@ final class StreamedVolume implements AutoCloseable {
    * most {@code planes} output planes, written in rows of at most {@code rowBytes}; call holding no batch.
    */
   static StreamedVolume start(VolumeSource item, Pipeline pipeline, Backend backend, int device, int planes,
-      long rowBytes, MemoryBudget budget, PhaseTimes times, ScratchFiles scratch) {
+      long rowBytes, MemoryBudget budget, TaskState task, ScratchFiles scratch) {
+    PhaseTimes times = task.times();
     SlabPlan plan = new SlabPlan(pipeline, item.shape());
     int rowPlanes = OutputRows.rowPlanes(plan.output(), rowBytes);
     long outRow = OutputRows.rowBytes(plan.output(), rowPlanes);
@@ -50,7 +51,7 @@ final class StreamedVolume implements AutoCloseable {
     OutputRows rows = null;
     try {
       src = SpilledVolume.planes(item, times, scratch, spilled);
-      rows = new OutputRows(item, plan.output(), rowPlanes, budget, done -> { });
+      rows = new OutputRows(item, plan.output(), rowPlanes, budget, task, done -> { });
       SlabRun run = backend.startSlabs(plan, t, src, rows, times, device);
       return new StreamedVolume(spilled[0], src, rows, run);
     } catch (RuntimeException | Error e) {

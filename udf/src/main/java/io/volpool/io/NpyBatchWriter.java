@@ -46,7 +46,10 @@ public final class NpyBatchWriter implements AutoCloseable {
 
   public void write(List<VolumeSource> items, VolumeShape outShape, ByteBuffer out, long[] offsets) throws IOException {
     for (int i = 0; i < items.size(); i++) {
-      NpyVolumeInput.FileVolume v = (NpyVolumeInput.FileVolume) items.get(i);
+      VolumeSource.NpyPlace v = items.get(i).npyPlace();
+      if (v == null) {
+        throw new IllegalStateException(items.get(i).record() + ": .npy output is written from .npy input only");
+      }
       if (current != v.file()) {
         if (current != null) {
           throw new IllegalStateException(current.ref().path() + ": output file closed after " + written + " of "
@@ -55,7 +58,7 @@ public final class NpyBatchWriter implements AutoCloseable {
         open(v.file(), outShape);
       }
       if (v.index() != written) {
-        throw new IllegalStateException(v.record() + " arrived out of order (expected volume " + written + ")");
+        throw new IllegalStateException(items.get(i).record() + " arrived out of order (expected volume " + written + ")");
       }
       long t0 = System.nanoTime();
       ByteBuffer b = out.slice((int) offsets[i], (int) outShape.bytes());

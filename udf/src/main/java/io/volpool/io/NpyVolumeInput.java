@@ -113,6 +113,17 @@ public final class NpyVolumeInput implements VolumeInput {
     }
 
     @Override
+    public NpyPlace npyPlace() {
+      return new NpyPlace(file, index);
+    }
+
+    @Override
+    public String outputId() {
+      String rel = file.ref().relative();
+      return file.leading().length == 0 ? rel : rel + "[" + index + "]";
+    }
+
+    @Override
     public String record() {
       return file.record(index);
     }

@@ -232,17 +232,15 @@ public final class ParquetBatchWriter implements AutoCloseable {
     if (passthrough.isEmpty()) {
       return;
     }
-    if (v instanceof NpyVolumeInput.FileVolume f) {
+    Group g = v.passThrough();
+    if (g == null) {
       // .npy input written as Parquet: the only leading column is the id
       int idField = small.getFieldIndex(TensorLayout.ID);
-      String rel = f.file().ref().relative();
-      String id = f.file().leading().length == 0 ? rel : rel + "[" + f.index() + "]";
       rc.startField(TensorLayout.ID, idField);
-      rc.addBinary(Binary.fromString(id));
+      rc.addBinary(Binary.fromString(v.outputId()));
       rc.endField(TensorLayout.ID, idField);
       return;
     }
-    Group g = ((ParquetVolumeInput.Row) v).group();
     GroupType gt = g.getType();
     for (String name : passthrough) {
       int src = gt.getFieldIndex(name);

@@ -98,6 +98,16 @@ public final class ParquetVolumeInput implements VolumeInput {
     }
 
     @Override
+    public String outputFolder() {
+      return from.relative();
+    }
+
+    @Override
+    public Group passThrough() {
+      return group;
+    }
+
+    @Override
     public String record() {
       return record;
     }
@@ -180,7 +190,7 @@ public final class ParquetVolumeInput implements VolumeInput {
   }
 
   @Override
-  public VolumeSource next(PageGate gate) {
+  public Row next(PageGate gate) {
     this.gate = gate;
     if (last != null && !last.consumed) {
       // the last row was rejected or skipped before its tensor was read: step over it

@@ -76,7 +76,7 @@ public final class PlaneRowsInput implements AutoCloseable {
     }
     ParquetVolumeInput.Row row = null;
     while (curNext <= r.row()) {
-      row = (ParquetVolumeInput.Row) cur.next(pages);
+      row = cur.next(pages);
       if (row == null) {
         throw new CorruptInputException(r.split().path() + ": row " + r.row() + " of the row group at byte "
             + r.split().start() + " is gone; the input changed while the job ran");

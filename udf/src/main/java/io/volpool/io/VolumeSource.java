@@ -26,4 +26,30 @@ public interface VolumeSource {
   default io.volpool.backend.PlaneSource positionedPlanes() {
     return null;
   }
+
+  /** The folder, relative to the input root, whose output file this volume goes to ("" for the root). */
+  default String outputFolder() {
+    return "";
+  }
+
+  /** The row's other columns, which Parquet output carries through; null when there are none (.npy input). */
+  default org.apache.parquet.example.data.Group passThrough() {
+    return null;
+  }
+
+  /** The id the output records for a volume without pass-through columns: its record. */
+  default String outputId() {
+    return record();
+  }
+
+  /**
+   * Where this volume lies in its .npy input file, which .npy output mirrors (the output file, and the
+   * volume's index in it); null for other inputs.
+   */
+  default NpyPlace npyPlace() {
+    return null;
+  }
+
+  /** Volume {@code index} of the open .npy input file {@code file}. */
+  record NpyPlace(NpyVolumeInput.OpenFile file, int index) {}
 }

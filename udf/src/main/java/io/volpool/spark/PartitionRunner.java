@@ -7,6 +7,7 @@ import io.volpool.exec.BatchRunner;
 import io.volpool.exec.ScratchFiles;
 import io.volpool.exec.SlabVolumes;
 import io.volpool.exec.TaskRun;
+import io.volpool.exec.TaskState;
 import io.volpool.exec.Backends;
 import io.volpool.backend.Phase;
 import io.volpool.io.NpyVolumeInput;
@@ -48,6 +49,17 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     return env != null ? env.blockManager().diskBlockManager().createTempLocalBlock()._2() : ScratchFiles.TEMP.create(what);
   };
 
+  /**
+   * The task whose partition function runs on this thread, for the output committer, which Spark
+   * makes apart from both the partition function and the writer and calls on the task's thread after
+   * the writer (the writer gets the task's state with each batch it writes).
+   */
+  private static final ThreadLocal<TaskState> CURRENT = new ThreadLocal<>();
+
+  static TaskState current() {
+    return CURRENT.get();
+  }
+
   /** The device index of this task on {@code backend}: the GPU Spark assigned it, else device 0. */
   public static int deviceOf(TaskContext tc, Backend backend) {
     String address = null;
@@ -62,7 +74,6 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
   @Override
   public Iterator<Tuple2<Void, BatchRunner.Finished>> call(Iterator<TaskPlan> plans) {
     TaskContext tc = TaskContext.get();
-    long attempt = tc == null ? -1 : tc.taskAttemptId();
     if (!plans.hasNext()) {
       return java.util.Collections.emptyIterator(); // an input of no volumes still makes one (empty) partition
     }
@@ -70,20 +81,21 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     if (plans.hasNext()) {
       throw new IllegalStateException("a volpool partition holds one task plan");
     }
-    TaskState state = TaskState.start(attempt);
+    TaskState state = new TaskState();
+    CURRENT.set(state);
     MemoryBudget budget = MemoryBudget.forJvm(spec.executorBudgetBytes());
     Backend backend = Backends.get(spec.device(), spec.executorThreads(), spec.gpuMemoryFraction(), budget);
     int device = deviceOf(tc, backend);
     String task = "task " + plan.index() + (tc == null ? "" : " (attempt " + tc.attemptNumber() + ")");
     TaskRun runner;
     if (!plan.volumes().isEmpty()) {
-      runner = new SlabVolumes(plan.volumes(), new PlaneRowsInput(spec.layout(), conf.get(), budget, state.times), backend,
-          device, spec.engine(), budget, state.times, task);
+      runner = new SlabVolumes(plan.volumes(), new PlaneRowsInput(spec.layout(), conf.get(), budget, state.times()), backend,
+          device, spec.engine(), budget, state, task);
     } else {
       VolumeInput input = spec.inputFormat().equals("npy")
-          ? new NpyVolumeInput(plan.files(), conf.get(), spec.npyMaxHeaderBytes(), state.times)
-          : new ParquetVolumeInput(plan.splits(), spec.layout(), conf.get(), state.times);
-      runner = new BatchRunner(input, backend, device, spec.engine(), budget, state.times, task, LOCAL_DIRS);
+          ? new NpyVolumeInput(plan.files(), conf.get(), spec.npyMaxHeaderBytes(), state.times())
+          : new ParquetVolumeInput(plan.splits(), spec.layout(), conf.get(), state.times());
+      runner = new BatchRunner(input, backend, device, spec.engine(), budget, state, task, LOCAL_DIRS);
     }
     String backendName = backend.name(device);
     long[] reported = new long[2]; // volumes and bytes read that the accumulators already hold
@@ -93,8 +105,8 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
         try {
           runner.close();
         } finally {
+          CURRENT.remove();
           report(state, runner, backendName, budget, reported);
-          TaskState.end(attempt);
         }
       });
     }
@@ -149,22 +161,22 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
 
   private void report(TaskState state, TaskRun runner, String backendName, MemoryBudget budget, long[] reported) {
     progress(runner, reported);
-    metrics.volumesWritten().add(state.volumesWritten);
-    metrics.volumeStarts().add(state.volumeStarts);
-    metrics.filesWritten().add(state.filesWritten);
+    metrics.volumesWritten().add(state.volumesWritten());
+    metrics.volumeStarts().add(state.volumeStarts());
+    metrics.filesWritten().add(state.filesWritten());
     metrics.bytesOut().add(runner.bytesOut());
     metrics.batches().add(runner.batches());
     metrics.slabbedVolumes().add(runner.slabbedVolumes());
     long[] ns = new long[Phase.values().length];
     long timed = 0;
     for (Phase p : Phase.values()) {
-      ns[p.ordinal()] = state.times.get(p);
+      ns[p.ordinal()] = state.times().get(p);
       timed += ns[p.ordinal()];
     }
-    ns[Phase.OTHER.ordinal()] = Math.max(0, System.nanoTime() - state.started - timed);
+    ns[Phase.OTHER.ordinal()] = Math.max(0, System.nanoTime() - state.started() - timed);
     metrics.phaseNanos().add(ns);
     metrics.peakBudgetBytes().add(budget.peak());
-    metrics.peakHeapBytes().add(state.peakHeap);
+    metrics.peakHeapBytes().add(state.peakHeap());
     if (runner.volumesIn() > 0) {
       metrics.backends().add(backendName);
     }

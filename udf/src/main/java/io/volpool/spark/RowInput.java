@@ -183,7 +183,27 @@ public final class RowInput implements VolumeInput {
 
   @Override
   public VolumeSource next(PageGate gate) {
-    return rows.hasNext() ? new RowVolume(rows.next(), n++) : null;
+    if (!rows.hasNext()) {
+      return null;
+    }
+    Row r = rows.next();
+    handedOut.add(r);
+    return new RowVolume(r, n++);
+  }
+
+  /** Rows handed out as volumes and not yet taken back, in order. */
+  private final java.util.ArrayDeque<Row> handedOut = new java.util.ArrayDeque<>();
+
+  /**
+   * The input row of the next output volume: the engine hands volumes back in input order, one
+   * output per input row, so the caller takes the rows back in that order for their other columns.
+   */
+  Row takeInputRow() {
+    Row r = handedOut.poll();
+    if (r == null) {
+      throw new IllegalStateException("more output volumes than input rows");
+    }
+    return r;
   }
 
   @Override

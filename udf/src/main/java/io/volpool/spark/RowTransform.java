@@ -4,6 +4,7 @@ import io.volpool.backend.Backend;
 import io.volpool.exec.Backends;
 import io.volpool.exec.BatchRunner;
 import io.volpool.exec.EngineSpec;
+import io.volpool.exec.TaskState;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.memory.MemoryBudget;
 import java.nio.ByteBuffer;
@@ -38,8 +39,9 @@ public final class RowTransform implements MapPartitionsFunction<Row, Row> {
     MemoryBudget budget = MemoryBudget.forJvm(spec.executorBudgetBytes());
     Backend backend = Backends.get(spec.device(), spec.executorThreads(), spec.gpuMemoryFraction(), budget);
     int device = PartitionRunner.deviceOf(tc, backend);
-    BatchRunner runner = new BatchRunner(new RowInput(rows, layout), backend, device,
-        new EngineSpec(spec.pipeline(), spec.batchSize(), 0, spec.outputRowBytes(), false), budget, new PhaseTimes(),
+    RowInput input = new RowInput(rows, layout);
+    BatchRunner runner = new BatchRunner(input, backend, device,
+        new EngineSpec(spec.pipeline(), spec.batchSize(), 0, spec.outputRowBytes(), false), budget, new TaskState(),
         "transform partition " + (tc == null ? 0 : tc.partitionId()), PartitionRunner.LOCAL_DIRS);
     if (tc != null) {
       tc.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) ctx -> runner.close());
@@ -63,7 +65,7 @@ public final class RowTransform implements MapPartitionsFunction<Row, Row> {
           }
           scala.collection.immutable.Seq<Object> seq = scala.jdk.javaapi.CollectionConverters.asScala(shape).toSeq();
           for (int i = 0; i < f.items().size(); i++) {
-            Row in = ((RowInput.RowVolume) f.items().get(i)).row();
+            Row in = input.takeInputRow();
             Object[] values = new Object[layout.passthrough().length + 3];
             for (int k = 0; k < layout.passthrough().length; k++) {
               values[k] = in.get(layout.passthrough()[k]);

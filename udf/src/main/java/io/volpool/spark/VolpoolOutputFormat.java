@@ -2,6 +2,7 @@ package io.volpool.spark;
 
 import io.volpool.backend.Phase;
 import io.volpool.exec.BatchRunner;
+import io.volpool.exec.TaskState;
 import io.volpool.io.NpyBatchWriter;
 import io.volpool.io.OutputSpec;
 import io.volpool.io.ParquetBatchWriter;
@@ -62,30 +63,27 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
     }
   }
 
-  private static TaskState state() {
-    TaskContext tc = TaskContext.get();
-    return TaskState.of(tc == null ? -1 : tc.taskAttemptId());
-  }
-
   @Override
   public RecordWriter<Void, BatchRunner.Finished> getRecordWriter(TaskAttemptContext ctx) throws IOException {
     OutputSpec spec = spec(ctx.getConfiguration());
     Path work = ((FileOutputCommitter) getOutputCommitter(ctx)).getWorkPath();
-    TaskState state = state();
     Configuration conf = ctx.getConfiguration();
     String file = getUniqueFile(ctx, "part", ".parquet");
     return new RecordWriter<>() {
       final Map<String, ParquetBatchWriter> parquet = new LinkedHashMap<>();
       NpyBatchWriter npy;
+      /** The task's measurements, which arrive with its output (none when the task has no output). */
+      TaskState state;
 
       @Override
       public void write(Void key, BatchRunner.Finished f) throws IOException {
+        state = f.task();
         if (spec.isNpy()) {
           if (f.planes() != null) {
             throw new IllegalStateException("volumes stored across rows are written as Parquet only");
           }
           if (npy == null) {
-            npy = new NpyBatchWriter(work, conf, state.times);
+            npy = new NpyBatchWriter(work, conf, state.times());
           }
           npy.write(f.items(), f.outShape(), f.output(), f.offsets());
           return;
@@ -103,8 +101,8 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
           if (w == null) {
             long t0 = System.nanoTime();
             w = new ParquetBatchWriter(folder.isEmpty() ? new Path(work, file) : new Path(work.toString() + "/" + folder + "/" + file),
-                spec, conf, state.times);
-            state.times.add(Phase.WRITE, System.nanoTime() - t0);
+                spec, conf, state.times());
+            state.times().add(Phase.WRITE, System.nanoTime() - t0);
             parquet.put(folder, w);
           }
           List<VolumeSource> part = from == 0 && to == items.size() ? items : new ArrayList<>(items.subList(from, to));
@@ -115,7 +113,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
       }
 
       private String folder(VolumeSource v) {
-        return v instanceof ParquetVolumeInput.Row r ? r.split().relative() : "";
+        return v.outputFolder();
       }
 
       @Override
@@ -124,18 +122,14 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
         for (ParquetBatchWriter w : parquet.values()) {
           try {
             w.close();
-            state.volumesWritten += w.rows();
-            state.volumeStarts += w.volumeStarts();
-            state.filesWritten++;
+            state.wrote(w.rows(), w.volumeStarts(), 1);
           } catch (IOException e) {
             first = first == null ? e : first;
           }
         }
         if (npy != null) {
           npy.close();
-          state.volumesWritten += npy.volumes();
-          state.volumeStarts += npy.volumes();
-          state.filesWritten += npy.files();
+          state.wrote(npy.volumes(), npy.volumes(), npy.files());
         }
         if (first != null) {
           throw first;
@@ -208,7 +202,10 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
     public void commitTask(TaskAttemptContext context) throws IOException {
       long t0 = System.nanoTime();
       super.commitTask(context);
-      state().times.add(Phase.COMMIT, System.nanoTime() - t0);
+      TaskState s = PartitionRunner.current();
+      if (s != null) {
+        s.times().add(Phase.COMMIT, System.nanoTime() - t0);
+      }
     }
   }
 }

@@ -115,8 +115,9 @@ class BatchRunnerTest {
   static List<float[]> run(Input in, CpuBackend cpu, MemoryBudget budget, int batch) {
     List<float[]> out = new ArrayList<>();
     EngineSpec spec = new EngineSpec(POOL, batch, 4, 512L << 20, false);
-    PhaseTimes times = new PhaseTimes();
-    try (BatchRunner r = new BatchRunner(in, cpu, 0, spec, budget, times, "test", ScratchFiles.TEMP)) {
+    TaskState task = new TaskState();
+    PhaseTimes times = task.times();
+    try (BatchRunner r = new BatchRunner(in, cpu, 0, spec, budget, task, "test", ScratchFiles.TEMP)) {
       BatchRunner.Finished f;
       while ((f = r.next()) != null) {
         assertThat(f.items().size()).isBetween(1, batch);
@@ -240,7 +241,7 @@ class BatchRunnerTest {
     List<float[]> out = new ArrayList<>();
     EngineSpec spec = new EngineSpec(POOL, 0, 4, 512L << 20, false);
     try (CpuBackend cpu = CpuBackend.fast(1, budget);
-        BatchRunner r = new BatchRunner(input(shapes, 5, 0), cpu, 0, spec, budget, new PhaseTimes(), "test", ScratchFiles.TEMP)) {
+        BatchRunner r = new BatchRunner(input(shapes, 5, 0), cpu, 0, spec, budget, new TaskState(), "test", ScratchFiles.TEMP)) {
       int unbounded = cpu.plan(POOL, s, 0, 0, 4, new MemoryBudget(1L << 40)).batch();
       assertThat(CpuBackend.batchBytes(POOL, s, unbounded, 4)).as("the plan's batch under a large budget")
           .isGreaterThan(budget.maxRequest());

@@ -1,0 +1,61 @@
+package io.volpool.exec;
+
+import io.volpool.backend.PhaseTimes;
+
+/**
+ * What one task measures: its phase times and what its output writer wrote. Made by the task's
+ * partition function, travels with every {@link BatchRunner.Finished} the engine hands out, so the
+ * output writer (which Spark creates apart from the partition function, in the same task thread) adds
+ * its own times and counts to the same object; the partition function reports it when the task ends.
+ * Used by one task thread.
+ */
+public final class TaskState {
+  private final PhaseTimes times = new PhaseTimes();
+  private final long started = System.nanoTime();
+  private long volumesWritten;
+  private long volumeStarts;
+  private long filesWritten;
+  private long peakHeap;
+
+  public PhaseTimes times() {
+    return times;
+  }
+
+  /** {@link System#nanoTime()} when the task started. */
+  public long started() {
+    return started;
+  }
+
+  /**
+   * Adds what one output file held.
+   *
+   * @param rows rows (Parquet) or volumes (.npy) written
+   * @param starts output rows that start a volume: volumes, also when a volume takes several rows
+   */
+  public void wrote(long rows, long starts, long files) {
+    volumesWritten += rows;
+    volumeStarts += starts;
+    filesWritten += files;
+  }
+
+  public long volumesWritten() {
+    return volumesWritten;
+  }
+
+  public long volumeStarts() {
+    return volumeStarts;
+  }
+
+  public long filesWritten() {
+    return filesWritten;
+  }
+
+  public long peakHeap() {
+    return peakHeap;
+  }
+
+  public void sampleHeap() {
+    Runtime r = Runtime.getRuntime();
+    peakHeap = Math.max(peakHeap, r.totalMemory() - r.freeMemory());
+  }
+}
