@@ -2,8 +2,9 @@
 # Slabs on the GPU (issue 13), in one call on the GPU machine after scripts/device-gpu-run.sh has the
 # staged runtime; datasets on /dev/shm (the disk out of the figure):
 #  1. 64 reference volumes [32,128,128,256] (.npy, 512 MiB each, 32 GiB) through avgpool3d on the GPU,
-#     whole (default budget) and in slabs under budgets of 64 MiB (one eighth of a volume, for the whole
-#     executor) and 160 MiB; outputs compared by checksum.
+#     local[16]: whole (default budget), in slabs under a budget of 64 MiB (one eighth of a volume, for
+#     the whole executor: two slab runs at a time), whole under 160 MiB (two batches at a time); then
+#     local[2], whole and in slabs under 64 MiB (the same two at a time); outputs compared by checksum.
 #  2. One 4 GiB .npy [64,256,256,256] through avgpool3d, whole and in slabs (256 MiB budget).
 #  3. One 4.5 GiB volume stored across rows [18,1024,256,256] through avgpool3d (slabs, rows to rows),
 #     and one of 1.1 GiB [3,384,256,256] through fused (rows to rows, 5 GiB of output rows).
@@ -27,7 +28,7 @@ job() {
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > /tmp/gpumem.txt 2>/dev/null &
   local smi=$!
   python3 - "$LOG" "$J" -Xmx${HEAP:-64g} $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" \
-    io.volpool.job.VolpoolMain --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" \
+    io.volpool.job.VolpoolMain --master "${MASTER:-local[16]}" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" \
     --conf spark.volpool.output="$out" --conf spark.volpool.pipeline="$pipe" --conf spark.volpool.device=gpu \
     --conf spark.volpool.mode=overwrite --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors "$@" <<'PY'
 import resource, subprocess, sys
@@ -77,7 +78,10 @@ NPY="--conf spark.volpool.input.format=npy --conf spark.volpool.output.format=np
 job whole-64 /dev/shm/slab-ref /dev/shm/slab-out-whole avgpool3d $NPY
 job slabs-64m /dev/shm/slab-ref /dev/shm/slab-out-64m avgpool3d $NPY --conf spark.volpool.memory.budget=64m
 job slabs-160m /dev/shm/slab-ref /dev/shm/slab-out-160m avgpool3d $NPY --conf spark.volpool.memory.budget=160m
-for o in whole 64m 160m; do
+# the same two task slots for both (a 64 MiB budget admits two slab runs at once): the slab machinery alone
+MASTER='local[2]' job whole-64-2slots /dev/shm/slab-ref /dev/shm/slab-out-whole2 avgpool3d $NPY
+MASTER='local[2]' job slabs-64m-2slots /dev/shm/slab-ref /dev/shm/slab-out-64m2 avgpool3d $NPY --conf spark.volpool.memory.budget=64m
+for o in whole 64m 160m whole2 64m2; do
   [ -d /dev/shm/slab-out-$o ] && (cd /dev/shm/slab-out-$o && sha256sum *.npy | sha256sum | sed "s/-$/slab-out-$o/") | tee -a "$LOG"
 done
 rm -rf /dev/shm/slab-out-* /dev/shm/slab-ref
