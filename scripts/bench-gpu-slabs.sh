@@ -7,7 +7,7 @@
 #     local[2], whole and in slabs under 64 MiB (the same two at a time); outputs compared by checksum.
 #  2. One 4 GiB .npy [64,256,256,256] through avgpool3d, whole and in slabs (256 MiB budget).
 #  3. One 4.5 GiB volume stored across rows [18,1024,256,256] through avgpool3d (slabs, rows to rows),
-#     and one of 1.1 GiB [3,384,256,256] through fused (rows to rows, 5 GiB of output rows).
+#     and one of 288 MiB [3,384,256,256] through fused (rows to rows, 1.5 GiB of output rows).
 # Per run: wall, GB/s in (whole run and steady state), peak budget, the JVM's peak RSS and the GPU's
 # peak memory (nvidia-smi every 100 ms). Logs: $OUT/gpu-slabs.log, $OUT/gpu-slabs.jsonl.
 set -uo pipefail
@@ -96,7 +96,7 @@ python3 examples/volumes_across_rows.py write /dev/shm/big-rows 18 1024 256 256 
 job rows-avgpool-512m /dev/shm/big-rows /dev/shm/rows-out avgpool3d --conf spark.volpool.memory.budget=512m \
   --conf spark.volpool.output.rowBytes=64m
 rm -rf /dev/shm/big-rows /dev/shm/rows-out
-log "one 1.1 GiB volume across rows [3,384,256,256] through fused"
+log "one 288 MiB volume across rows [3,384,256,256] through fused"
 python3 examples/volumes_across_rows.py write /dev/shm/fused-rows 3 384 256 256 32 >>"$LOG" 2>&1
 job rows-fused-512m /dev/shm/fused-rows /dev/shm/rows-out fused --conf spark.volpool.memory.budget=512m \
   --conf spark.volpool.output.rowBytes=256m
