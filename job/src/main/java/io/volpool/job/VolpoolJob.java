@@ -226,6 +226,11 @@ public final class VolpoolJob {
           plan.rows(), plan.volumes());
     }
     boolean npyOut = s.outputFormat().equals("npy");
+    if (npyOut && !npyIn && !planeRows) {
+      throw new SettingsException(VolpoolOptions.OUTPUT_FORMAT.key() + "=npy needs " + VolpoolOptions.INPUT_FORMAT.key()
+          + "=npy (one output file per input file) or Parquet input of volumes stored across rows (one output file per"
+          + " volume, named <id>.npy); " + s.input() + " holds one volume per row: write Parquet output");
+    }
     if (planeRows && s.outputLayout().equals("volume")) {
       throw new SettingsException(VolpoolOptions.OUTPUT_LAYOUT.key() + "=volume: the input holds volumes stored across rows"
           + " (it has d0/d1 columns), which may be larger than one row can hold; they are written across rows (rows or auto)");

@@ -196,6 +196,65 @@ class VolumesAcrossRowsTest {
     assertThat(ROWS.get("b")).isEqualTo(1);
   }
 
+  @Test
+  void npyOutputWritesOneFilePerVolumeNamedByItsId(@TempDir Path tmp) throws Exception {
+    VolumeShape a = new VolumeShape(2, 60, 256, 256);
+    VolumeShape b = new VolumeShape(3, 13, 32, 40);
+    List<Part> parts = new ArrayList<>();
+    parts.addAll(cut("scan-a", 1, a, 4, 9, 20, 41));
+    parts.addAll(cut("scan-b", 2, b, 6));
+    Collections.shuffle(parts, new Random(5));
+    write(tmp.resolve("in/x.parquet"), parts, CompressionCodecName.SNAPPY);
+    Path out = tmp.resolve("out");
+    // rows of at most 1 MiB: scan-a's output planes are 2 x 128 x 128 x 4 = 128 KiB, so its 30 planes reach the
+    // .npy writer in 4 rows, each holding a D range of both channels
+    SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", out.toString(),
+        "output.format", "npy", "pipeline", "avgpool3d", "memory.budget", "256m", "output.rowBytes", "1m"));
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out()).contains("volumes       2 in, 2 out").contains("2 slabbed");
+    try (var files = Files.list(out)) {
+      assertThat(files.map(f -> f.getFileName().toString()).filter(n -> !n.startsWith("_") && !n.startsWith(".")).sorted().toList())
+          .containsExactly("scan-a.npy", "scan-b.npy");
+    }
+    Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
+    try (CpuBackend cpu = CpuBackend.fast(2)) {
+      for (String id : List.of("scan-a", "scan-b")) {
+        VolumeShape s = id.equals("scan-a") ? a : b;
+        io.volpool.format.NpyArray got = SparkTests.readNpy(out.resolve(id + ".npy"));
+        VolumeShape o = p.outputShape(s);
+        assertThat(got.shape()).containsExactly((long) o.c(), o.d(), o.h(), o.w());
+        float[] want = cpu.run(p, s, planes(id.equals("scan-a") ? 1 : 2, s, 0, s.d()), 1);
+        if (SparkTests.device().equals("cpu")) {
+          assertBitIdentical(got.toFloatArray(), want, id + ".npy");
+        } else {
+          io.volpool.testing.Tolerance.assertClose(got.toFloatArray(), want, id + ".npy on the GPU");
+        }
+      }
+    }
+  }
+
+  @Test
+  void npyOutputOfOneVolumePerRowIsRefusedAndAnIdThatCannotNameAFileIsABadRecord(@TempDir Path tmp) throws Exception {
+    VolumeShape s = new VolumeShape(1, 4, 8, 8);
+    write(tmp.resolve("bad/x.parquet"), cut("a/b", 1, s, 2), CompressionCodecName.UNCOMPRESSED);
+    SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("bad").toString(), "output",
+        tmp.resolve("out").toString(), "output.format", "npy", "pipeline", "avgpool3d"));
+    assertThat(r.code()).as(r.out() + r.err()).isEqualTo(3);
+    assertThat(r.err()).contains("id=a/b").contains("cannot name an output .npy file");
+    assertThat(tmp.resolve("out")).doesNotExist();
+    // one volume per row (no d0/d1): .npy output has no name for it, refused before any work
+    SparkTests.writeNpy(tmp.resolve("npy/v.npy"), io.volpool.format.NpyArray.of(new long[] {1, 4, 8, 8}, new float[256]));
+    SparkTests.Result toRows = SparkTests.run(SparkTests.conf("input", tmp.resolve("npy").toString(), "input.format", "npy",
+        "output", tmp.resolve("single").toString(), "output.format", "parquet", "pipeline", "identity"));
+    assertThat(toRows.code()).as(toRows.err()).isZero();
+    SparkTests.Result single = SparkTests.run(SparkTests.conf("input", tmp.resolve("single").toString(), "output",
+        tmp.resolve("out2").toString(), "output.format", "npy", "pipeline", "avgpool3d"));
+    assertThat(single.code()).as(single.out() + single.err()).isEqualTo(2);
+    assertThat(single.err()).contains("spark.volpool.output.format=npy needs spark.volpool.input.format=npy")
+        .contains("or Parquet input of volumes stored across rows");
+    assertThat(tmp.resolve("out2")).doesNotExist();
+  }
+
   static Map<String, String> seedConf(Path in, Path out) {
     return SparkTests.conf("input", in.toString(), "output", out.toString(), "pipeline", "avgpool3d", "device", SparkTests.device());
   }

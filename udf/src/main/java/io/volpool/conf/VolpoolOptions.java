@@ -26,7 +26,7 @@ public final class VolpoolOptions {
   public static final ConfKey<String> OUTPUT = ConfKey.text(PREFIX + "output", null,
       "Output directory. Required.");
   public static final ConfKey<String> OUTPUT_FORMAT = ConfKey.choice(PREFIX + "output.format", null,
-      "`parquet` or `npy`; unset: the input format. `npy` output needs `npy` input (one output file per input file).", "parquet", "npy");
+      "`parquet` or `npy`; unset: the input format. `npy` output needs `npy` input (one output file per input file) or Parquet input of volumes stored across rows (one `<id>.npy` per volume).", "parquet", "npy");
   public static final ConfKey<String> OUTPUT_COMPRESSION = ConfKey.choice(PREFIX + "output.compression", "none",
       "Parquet output codec: `none`, `snappy`, `zstd`, `gzip` or `lz4`. Random-looking floats barely compress, and a"
           + " codec holds a whole tensor page (512 MiB for a large volume) several times in memory.", "none", "snappy", "zstd", "gzip", "lz4");

@@ -107,6 +107,13 @@ public final class ParquetVolumeInput implements VolumeInput {
       return group;
     }
 
+    /** The row's id column when it has one (an output file named by volume takes it), else its record. */
+    @Override
+    public String outputId() {
+      String id = RowValues.id(group);
+      return id != null ? id : record;
+    }
+
     @Override
     public String record() {
       return record;

@@ -4,6 +4,7 @@ import io.volpool.backend.Phase;
 import io.volpool.exec.BatchRunner;
 import io.volpool.exec.TaskState;
 import io.volpool.io.NpyBatchWriter;
+import io.volpool.io.NpyVolumeWriter;
 import io.volpool.io.OutputSpec;
 import io.volpool.io.ParquetBatchWriter;
 import io.volpool.io.ParquetVolumeInput;
@@ -72,16 +73,24 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
     return new RecordWriter<>() {
       final Map<String, ParquetBatchWriter> parquet = new LinkedHashMap<>();
       NpyBatchWriter npy;
+      NpyVolumeWriter npyVolumes;
       /** The task's measurements, which arrive with its output (none when the task has no output). */
       TaskState state;
 
       @Override
       public void write(Void key, BatchRunner.Finished f) throws IOException {
         state = f.task();
-        if (spec.isNpy()) {
-          if (f.planes() != null) {
-            throw new IllegalStateException("volumes stored across rows are written as Parquet only");
+        if (spec.isNpy() && f.planes() != null) {
+          // volumes stored across rows: one .npy per volume, named by its id, filled as its rows come
+          if (npyVolumes == null) {
+            npyVolumes = new NpyVolumeWriter(work, conf, state.times(), () -> PartitionRunner.LOCAL_DIRS.create("npy-out"));
           }
+          for (int i = 0; i < f.items().size(); i++) {
+            npyVolumes.write(f.items().get(i), f.outShape(), f.output(), f.offsets()[i], f.planes()[i][0], f.planes()[i][1]);
+          }
+          return;
+        }
+        if (spec.isNpy()) {
           if (npy == null) {
             npy = new NpyBatchWriter(work, conf, state.times());
           }
@@ -130,6 +139,10 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
         if (npy != null) {
           npy.close();
           state.wrote(npy.volumes(), npy.volumes(), npy.files());
+        }
+        if (npyVolumes != null) {
+          npyVolumes.close();
+          state.wrote(npyVolumes.files(), npyVolumes.files(), npyVolumes.files());
         }
         if (first != null) {
           throw first;

@@ -173,10 +173,6 @@ public final class JobSettings {
     outputSharedFilesystem();
     resourceTimeoutSeconds();
     tensorShape();
-    if (outputFormat().equals("npy") && !inputFormat().equals("npy")) {
-      throw new SettingsException(VolpoolOptions.OUTPUT_FORMAT.key() + "=npy needs " + VolpoolOptions.INPUT_FORMAT.key()
-          + "=npy (one output file per input file), got input.format=" + inputFormat());
-    }
   }
 
   private String raw(ConfKey<?> k) {

@@ -97,6 +97,11 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
       if (started != want) {
         problems.add("the tasks read " + want + " volumes but the output rows start " + started);
       }
+    } else if (plan.volumes() >= 0) {
+      // volumes stored across rows written as one .npy each
+      if (written != plan.volumes()) {
+        problems.add("the input holds " + plan.volumes() + " volumes stored across rows but the tasks wrote " + written);
+      }
     } else if (written != read) {
       problems.add("the tasks read " + read + " volumes but wrote " + written);
     }

@@ -57,8 +57,6 @@ class SettingsDocTest {
         .hasMessage("spark.volpool.avgpool3d.ceilMode must be true or false, got 'yes'");
     assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.avgpool3d.padding", "2")))
         .hasMessageContaining("padding should be at most half of kernel_size");
-    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.output.format", "npy")))
-        .hasMessageContaining("spark.volpool.output.format=npy needs spark.volpool.input.format=npy");
     assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.input.tensorShape", "3,16,32")))
         .hasMessageContaining("must be four positive integers C,D,H,W, got '3,16,32'");
     assertThatThrownBy(() -> new JobSettings(Map.of("spark.volpool.output", "out")))
