@@ -33,11 +33,13 @@ import java.util.List;
 final class SpilledVolume implements AutoCloseable {
   private final File inFile;
   private final File outFile;
+  private final MappedByteBuffer outMap;
   private final BatchRunner.Finished finished;
 
-  private SpilledVolume(File inFile, File outFile, BatchRunner.Finished finished) {
+  private SpilledVolume(File inFile, File outFile, MappedByteBuffer outMap, BatchRunner.Finished finished) {
     this.inFile = inFile;
     this.outFile = outFile;
+    this.outMap = outMap;
     this.finished = finished;
   }
 
@@ -61,8 +63,8 @@ final class SpilledVolume implements AutoCloseable {
     }
     File inFile = null;
     File outFile = null;
+    MappedByteBuffer outMap = null;
     try {
-      MappedByteBuffer outMap;
       outFile = scratch(scratch, "out");
       outMap = map(outFile, gap + out.bytes());
       if (pipeline.stages().isEmpty()) {
@@ -93,9 +95,10 @@ final class SpilledVolume implements AutoCloseable {
       }
       ByteBuffer output = outMap.duplicate().order(ByteOrder.LITTLE_ENDIAN).clear();
       output.limit((int) (gap + out.bytes()));
-      return new SpilledVolume(inFile, outFile,
+      return new SpilledVolume(inFile, outFile, outMap,
           new BatchRunner.Finished(List.of(item), out, output, new long[] {gap}, task));
     } catch (RuntimeException | Error e) {
+      Mapped.release(outMap);
       delete(inFile);
       delete(outFile);
       throw e;
@@ -118,7 +121,7 @@ final class SpilledVolume implements AutoCloseable {
     long r0 = System.nanoTime();
     item.copyTo(new MappedSink(inMap, 0));
     times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
-    return new MappedSource(item.record(), in, inMap.order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer());
+    return new MappedSource(item.record(), in, inMap, inMap.duplicate().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer());
   }
 
   /** A file for spilled bytes from {@code scratch} (the executor's local directories under Spark). */
@@ -153,9 +156,17 @@ final class SpilledVolume implements AutoCloseable {
   /** Deletes the spill files (the mappings go with their buffers). */
   @Override
   public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    // the writer is done with the output (it is valid until the runner's next call): unmap, then delete
+    Mapped.release(outMap);
     delete(inFile);
     delete(outFile);
   }
+
+  private boolean closed;
 
   /** Writes a volume's bytes into a mapped file from {@code at} on; readers fill its windows in place. */
   private static final class MappedSink implements VolumeSink {
@@ -199,7 +210,8 @@ final class SpilledVolume implements AutoCloseable {
   }
 
   /** Planes of a volume in a mapped file, read by position. */
-  private record MappedSource(String record, VolumeShape shape, FloatBuffer src) implements PlaneSource {
+  private record MappedSource(String record, VolumeShape shape, MappedByteBuffer map, FloatBuffer src)
+      implements PlaneSource {
     @Override
     public void read(int d0, int d1, FloatBuffer dst, int at, int channelStride) {
       int hw = shape.h() * shape.w();
@@ -208,7 +220,10 @@ final class SpilledVolume implements AutoCloseable {
       }
     }
 
+    /** Unmaps the spilled input: every slab has read its planes. */
     @Override
-    public void close() {}
+    public void close() {
+      Mapped.release(map);
+    }
   }
 }

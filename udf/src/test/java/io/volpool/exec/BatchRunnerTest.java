@@ -113,11 +113,17 @@ class BatchRunnerTest {
 
   /** Runs the input through a runner and returns each volume's output, in the order they came back. */
   static List<float[]> run(Input in, CpuBackend cpu, MemoryBudget budget, int batch) {
+    TaskState task = new TaskState();
+    List<float[]> out = run(in, cpu, budget, batch, ScratchFiles.TEMP, task);
+    // the first batch's buffers were new: their allocation is timed apart from waiting for the budget
+    assertThat(task.times().get(io.volpool.backend.Phase.ALLOCATE)).as("time allocating batch buffers").isPositive();
+    return out;
+  }
+
+  static List<float[]> run(Input in, CpuBackend cpu, MemoryBudget budget, int batch, ScratchFiles scratch, TaskState task) {
     List<float[]> out = new ArrayList<>();
     EngineSpec spec = new EngineSpec(POOL, batch, 4, 512L << 20, false);
-    TaskState task = new TaskState();
-    PhaseTimes times = task.times();
-    try (BatchRunner r = new BatchRunner(in, cpu, 0, spec, budget, task, "test", ScratchFiles.TEMP)) {
+    try (BatchRunner r = new BatchRunner(in, cpu, 0, spec, budget, task, "test", scratch)) {
       BatchRunner.Finished f;
       while ((f = r.next()) != null) {
         assertThat(f.items().size()).isBetween(1, batch);
@@ -129,8 +135,6 @@ class BatchRunnerTest {
         }
       }
     }
-    // the first batch's buffers were new: their allocation is timed apart from waiting for the budget
-    assertThat(times.get(io.volpool.backend.Phase.ALLOCATE)).as("time allocating batch buffers").isPositive();
     return out;
   }
 
@@ -218,6 +222,29 @@ class BatchRunnerTest {
       }
     }
     assertThat(budget.used()).as("everything given back once the backend's pools close").isZero();
+  }
+
+  @Test
+  void spillFilesAreUnmappedAndDeletedOnceTheirVolumeIsWritten() throws Exception {
+    // three volumes too large for a batch, read through copyTo (not by position): each spills its input
+    // and its output to mapped files; a deleted file stays on disk and in memory while it is mapped
+    VolumeShape big = new VolumeShape(4, 16, 16, 16);
+    MemoryBudget budget = new MemoryBudget(100_000);
+    List<java.io.File> made = new ArrayList<>();
+    ScratchFiles recording = what -> {
+      java.io.File f = ScratchFiles.TEMP.create(what);
+      made.add(f);
+      return f;
+    };
+    try (CpuBackend cpu = CpuBackend.fast(1, budget)) {
+      assertThat(run(input(List.of(big, big, big), 6, 0), cpu, budget, 1, recording, new TaskState())).hasSize(3);
+    }
+    assertThat(made).as("input and output spill files of three volumes").hasSize(6);
+    String maps = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/self/maps"));
+    for (java.io.File f : made) {
+      assertThat(f).as("deleted").doesNotExist();
+      assertThat(maps).as("no mapping left of " + f).doesNotContain(f.getName());
+    }
   }
 
   @Test
