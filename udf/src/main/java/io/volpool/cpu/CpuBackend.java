@@ -175,20 +175,7 @@ public final class CpuBackend implements Backend {
   @Override
   public int slabPlanes(SlabPlan plan, long hostBytes, int device) {
     java.util.function.IntPredicate fits = t -> slabBytes(plan, t) <= hostBytes && largestSlabArray(plan, t) <= MAX_ARRAY;
-    if (!fits.test(1)) {
-      return 0;
-    }
-    int lo = 1;
-    int hi = plan.output().d();
-    while (lo < hi) {
-      int mid = (lo + hi + 1) >>> 1;
-      if (fits.test(mid)) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    return lo;
+    return plan.mostPlanes(fits);
   }
 
   /** The most floats one array of a slab run of {@code t} output planes holds. */

@@ -283,20 +283,7 @@ public final class CudaBackend implements Backend {
     // the pinned block is one ByteBuffer: under 2 GiB
     java.util.function.IntPredicate fits = t -> slabBytes(plan, t) <= Math.min(hostBytes, Integer.MAX_VALUE - 8)
         && slabDeviceBytes(plan, t) <= dev;
-    if (!fits.test(1)) {
-      return 0;
-    }
-    int lo = 1;
-    int hi = plan.output().d();
-    while (lo < hi) {
-      int mid = (lo + hi + 1) >>> 1;
-      if (fits.test(mid)) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    return lo;
+    return plan.mostPlanes(fits);
   }
 
   @Override

@@ -58,6 +58,15 @@ final class OutputRows implements PlaneSink {
     return (int) Math.max(1, Math.min(out.d(), rowBytes / planeBytes));
   }
 
+  /**
+   * The budget a volume's slabs may take beside its rows: what {@code inputRows} bytes of input rows
+   * and three output rows of {@code outRow} (one being written, one ready, one being filled) leave,
+   * at least a quarter of the budget and at most one request.
+   */
+  static long slabShare(MemoryBudget budget, long inputRows, long outRow) {
+    return Math.min(budget.maxRequest(), Math.max(budget.limit() / 4, budget.limit() - inputRows - 3 * outRow));
+  }
+
   /** Bytes of one row of {@code rowPlanes} planes, its length prefix included. */
   static long rowBytes(VolumeShape out, int rowPlanes) {
     return ParquetBatchWriter.GAP + (long) out.c() * rowPlanes * out.h() * out.w() * Float.BYTES;

@@ -110,9 +110,8 @@ public final class SlabVolumes implements TaskRun {
     long outRow = OutputRows.rowBytes(out, rowPlanes);
     long inRow = v.rows().stream().mapToLong(r -> (long) (r.d1() - r.d0())).max().orElse(1)
         * v.shape().c() * v.shape().h() * v.shape().w() * Float.BYTES;
-    // the slab gets what two input rows (one read ahead) and three output rows (one being written,
-    // one ready, one being filled) leave, at least a quarter of the budget
-    long share = Math.min(budget.maxRequest(), Math.max(budget.limit() / 4, budget.limit() - 2 * inRow - 3 * outRow));
+    // two input rows: one being read, one read ahead
+    long share = OutputRows.slabShare(budget, 2 * inRow, outRow);
     int planes = backend.slabPlanes(plan, share, device);
     if (planes < 1) {
       long one = backend.slabBytes(plan, 1);

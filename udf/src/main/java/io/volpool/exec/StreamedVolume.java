@@ -42,9 +42,7 @@ final class StreamedVolume implements AutoCloseable {
     SlabPlan plan = new SlabPlan(pipeline, item.shape());
     int rowPlanes = OutputRows.rowPlanes(plan.output(), rowBytes);
     long outRow = OutputRows.rowBytes(plan.output(), rowPlanes);
-    // the slabs get what three output rows (one being written, one ready, one being filled) leave
-    int fit = backend.slabPlanes(plan, Math.min(budget.maxRequest(), Math.max(budget.limit() / 4, budget.limit()
-        - 3 * outRow)), device);
+    int fit = backend.slabPlanes(plan, OutputRows.slabShare(budget, 0, outRow), device);
     int t = fit >= 1 ? Math.min(planes, fit) : planes;
     File[] spilled = new File[1];
     PlaneSource src = null;

@@ -69,6 +69,27 @@ public final class SlabPlan {
     return most;
   }
 
+  /**
+   * The most output planes per slab for which {@code fits} holds (it must hold for every smaller
+   * count too: buffers grow with the planes), or 0 when not even one plane fits.
+   */
+  public int mostPlanes(java.util.function.IntPredicate fits) {
+    if (!fits.test(1)) {
+      return 0;
+    }
+    int lo = 1;
+    int hi = output().d();
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >>> 1;
+      if (fits.test(mid)) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+
   /** The input planes {@code [lo, hi)} that final output planes {@code [o0, o1)} read. */
   public int[] inputPlanes(int o0, int o1) {
     Slab[] s = slabs(o0, o1);
