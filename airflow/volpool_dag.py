@@ -132,7 +132,7 @@ with DAG(
             **GPU_CLUSTER_CONF,
             "spark.volpool.input": INPUT,
             "spark.volpool.output": OUTPUT,
-            "spark.volpool.mode": "overwrite",
+            "spark.volpool.output.mode": "overwrite",
         },
         output=OUTPUT,
     )

@@ -15,6 +15,6 @@ golden="$root/../shared/golden/pipeline_seed"
 java -Xmx4g $opens -Dlog4j2.configurationFile="$root/conf/log4j2.properties" -cp "$cp" org.apache.spark.deploy.SparkSubmit \
   --class io.volpool.job.VolpoolMain --master 'local[2]' \
   --conf spark.volpool.input="$golden/volumes_binary.parquet" --conf spark.volpool.output="$out" \
-  --conf spark.volpool.fused.weights="$golden/model.safetensors" --conf spark.volpool.mode=overwrite \
+  --conf spark.volpool.fused.weights="$golden/model.safetensors" --conf spark.volpool.output.mode=overwrite \
   --conf spark.volpool.device=cpu --conf spark.ui.enabled=false \
   "$jar"

@@ -108,7 +108,7 @@ class DagTest(unittest.TestCase):
         self.assertEqual(self.dag.tasks["wait_for_input"].downstream, ["pool_volumes"])
         self.assertIsNone(self.submit.properties_file, "properties_file would replace the cluster's spark-defaults.conf")
         self.assertEqual(self.submit.name, "volpool-{{ ds }}")
-        self.assertEqual(self.submit.conf["spark.volpool.mode"], "overwrite")
+        self.assertEqual(self.submit.conf["spark.volpool.output.mode"], "overwrite")
         self.assertEqual(self.submit.conf["spark.volpool.output"], self.dag.tasks["pool_volumes"].conf["spark.volpool.output"])
         self.assertIn("output", self.submit.template_fields)
         self.assertGreater(self.dag.kwargs["default_args"]["retries"], 0)

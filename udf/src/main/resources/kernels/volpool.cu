@@ -6,6 +6,8 @@
 // Semantics are PyTorch's (see ../shared/golden/README.md):
 //   fused      = ((AvgPool3d_P(ConvTranspose3d(x) * scale1)) + bias) * scale2
 //   avgpool3d  = AvgPool3d(kernel, stride, padding, ceil_mode, count_include_pad)
+//   maxpool3d  = MaxPool3d(kernel, stride, padding, dilation, ceil_mode); padded cells never win and a
+//                NaN in a window gives NaN (PyTorch's "v > m || isnan(v)")
 // The fused operator arrives pre-lowered by io.volpool.op.FusedStencil: per dimension, each pooled
 // output reads a few input positions ("taps") whose kernel weights were summed ahead of time.
 //
@@ -229,8 +231,23 @@ __device__ __forceinline__ int padFactor(int o, int L, int countIncludePad) {
 // One thread covers 2 output columns (input columns 4q..4q+3, one 16-byte load; column 4q-1 comes
 // from the left lane by shuffle) and 2 output rows (5 input rows), so it keeps 10 16-byte loads per
 // plane in flight. Loads are predicated, never branched around. Needs W % 4 == 0 (aligned float4).
+// The reduction of a pool kernel: avgpool3d sums (and divides at the end), maxpool3d takes PyTorch's
+// NaN-propagating max. zero() is what a cell outside the input contributes: padded cells never win.
+struct SumOp {
+  static __device__ __forceinline__ float zero() { return 0.f; }
+  static __device__ __forceinline__ float op(float a, float b) { return a + b; }
+  static __device__ __forceinline__ float finish(float v, float div) { return v / div; }
+};
+struct MaxOp {
+  static __device__ __forceinline__ float zero() { return -INFINITY; }
+  static __device__ __forceinline__ float op(float m, float v) { return (v > m || isnan(v)) ? v : m; }
+  static __device__ __forceinline__ float finish(float v, float) { return v; }
+};
+
+template <class R>
 __device__ __forceinline__ void rows5x4(const float* __restrict__ plane, bool planeOk, int r0, int H, int W, int c0,
     int lane, float s0[5], float s1[5]) {
+  const float z = R::zero();
   float4 v[5];
   float l[5];
 #pragma unroll
@@ -238,20 +255,20 @@ __device__ __forceinline__ void rows5x4(const float* __restrict__ plane, bool pl
     const int h = r0 + r;
     const bool ok = planeOk && h >= 0 && h < H;
     const float* row = plane + (i64)(ok ? h : 0) * W;
-    v[r] = (ok && c0 < W) ? __ldg(reinterpret_cast<const float4*>(row + c0)) : make_float4(0.f, 0.f, 0.f, 0.f);
-    l[r] = (ok && lane == 0 && c0 >= 1 && c0 - 1 < W) ? __ldg(row + c0 - 1) : 0.f;
+    v[r] = (ok && c0 < W) ? __ldg(reinterpret_cast<const float4*>(row + c0)) : make_float4(z, z, z, z);
+    l[r] = (ok && lane == 0 && c0 >= 1 && c0 - 1 < W) ? __ldg(row + c0 - 1) : z;
   }
 #pragma unroll
   for (int r = 0; r < 5; r++) {
     const float left = __shfl_up_sync(0xffffffffu, v[r].w, 1);
-    s0[r] = (lane == 0 ? l[r] : left) + v[r].x + v[r].y;
-    s1[r] = v[r].y + v[r].z + v[r].w;
+    s0[r] = R::op(R::op(lane == 0 ? l[r] : left, v[r].x), v[r].y);
+    s1[r] = R::op(R::op(v[r].y, v[r].z), v[r].w);
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
-    i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn,
-    int countIncludePad) {
+template <class R>
+__device__ __forceinline__ void pool_k3s2p1(const float* __restrict__ x, float* __restrict__ y, i64 nc, int D, int H,
+    int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn, int countIncludePad) {
   // block (32, 4): 64 output columns (2 per lane) x 8 output rows (2 per thread); each thread marches along D
   const int inLast = inD0 + inDn - 1;
   const int lane = threadIdx.x;
@@ -275,35 +292,80 @@ extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1(const float* __
     const float fw1 = (float)(col2 ? padFactor(ow + 1, W, countIncludePad) : 1);
     const float fh0 = (float)padFactor(oh, H, countIncludePad);
     const float fh1 = (float)(row2 ? padFactor(oh + 1, H, countIncludePad) : 1);
-    float p00 = 0.f, p01 = 0.f, p10 = 0.f, p11 = 0.f;  // window sums of plane 2*od - 1, [row][col]
+    float p00 = R::zero(), p01 = R::zero(), p10 = R::zero(), p11 = R::zero();  // windows of plane 2*od - 1, [row][col]
     if (outD0 > 0) {
       // a slab after the first: plane 2*outD0 - 1 (in its window) was the last slab's, summed as it did
       float b0[5], b1[5];
-      rows5x4(xc + (i64)(2 * outD0 - 1) * plane, true, 2 * oh - 1, H, W, c0, lane, b0, b1);
-      p00 = b0[0] + b0[1] + b0[2]; p01 = b1[0] + b1[1] + b1[2];
-      p10 = b0[2] + b0[3] + b0[4]; p11 = b1[2] + b1[3] + b1[4];
+      rows5x4<R>(xc + (i64)(2 * outD0 - 1) * plane, true, 2 * oh - 1, H, W, c0, lane, b0, b1);
+      p00 = R::op(R::op(b0[0], b0[1]), b0[2]); p01 = R::op(R::op(b1[0], b1[1]), b1[2]);
+      p10 = R::op(R::op(b0[2], b0[3]), b0[4]); p11 = R::op(R::op(b1[2], b1[3]), b1[4]);
     }
     for (int od = outD0; od < outD0 + outDn; od++) {
       const int d = 2 * od;
       float a0[5], a1[5], b0[5], b1[5];
-      rows5x4(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, a0, a1);
-      rows5x4(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, b0, b1);
-      const float A00 = a0[0] + a0[1] + a0[2], A01 = a1[0] + a1[1] + a1[2];
-      const float A10 = a0[2] + a0[3] + a0[4], A11 = a1[2] + a1[3] + a1[4];
-      const float B00 = b0[0] + b0[1] + b0[2], B01 = b1[0] + b1[1] + b1[2];
-      const float B10 = b0[2] + b0[3] + b0[4], B11 = b1[2] + b1[3] + b1[4];
+      rows5x4<R>(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, a0, a1);
+      rows5x4<R>(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, b0, b1);
+      const float A00 = R::op(R::op(a0[0], a0[1]), a0[2]), A01 = R::op(R::op(a1[0], a1[1]), a1[2]);
+      const float A10 = R::op(R::op(a0[2], a0[3]), a0[4]), A11 = R::op(R::op(a1[2], a1[3]), a1[4]);
+      const float B00 = R::op(R::op(b0[0], b0[1]), b0[2]), B01 = R::op(R::op(b1[0], b1[1]), b1[2]);
+      const float B10 = R::op(R::op(b0[2], b0[3]), b0[4]), B11 = R::op(R::op(b1[2], b1[3]), b1[4]);
       const float fd = (float)padFactor(od, D, countIncludePad);
       float* yo = yc + (i64)(od - outD0) * OH * OW;
       if (ow < OW) {
-        __stcs(yo, (p00 + A00 + B00) / (fh0 * fw0 * fd));
-        if (col2) __stcs(yo + 1, (p01 + A01 + B01) / (fh0 * fw1 * fd));
+        __stcs(yo, R::finish(R::op(R::op(p00, A00), B00), fh0 * fw0 * fd));
+        if (col2) __stcs(yo + 1, R::finish(R::op(R::op(p01, A01), B01), fh0 * fw1 * fd));
         if (row2) {
-          __stcs(yo + OW, (p10 + A10 + B10) / (fh1 * fw0 * fd));
-          if (col2) __stcs(yo + OW + 1, (p11 + A11 + B11) / (fh1 * fw1 * fd));
+          __stcs(yo + OW, R::finish(R::op(R::op(p10, A10), B10), fh1 * fw0 * fd));
+          if (col2) __stcs(yo + OW + 1, R::finish(R::op(R::op(p11, A11), B11), fh1 * fw1 * fd));
         }
       }
       p00 = B00; p01 = B01; p10 = B10; p11 = B11;
     }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
+    i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn,
+    int countIncludePad) {
+  pool_k3s2p1<SumOp>(x, y, nc, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, countIncludePad);
+}
+
+// maxpool3d kernel 3, stride 2, padding 1, dilation 1 (any ceil_mode): the same one-read kernel with
+// PyTorch's max; cells outside the input are -inf, so they never win.
+extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
+    i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn) {
+  pool_k3s2p1<MaxOp>(x, y, nc, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// maxpool3d, any parameters: one thread per output element, the window's cells dilation apart,
+// scanned in PyTorch's order (D, H, W) from -inf.
+extern "C" __global__ void maxpool_generic(const float* __restrict__ x, float* __restrict__ y, i64 nc, int D, int H,
+    int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn, int k, int s, int p, int dil) {
+  const i64 total = nc * outDn * OH * OW;
+  for (i64 idx = blockIdx.x * (i64)blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
+    i64 t = idx;
+    const int ow = (int)(t % OW); t /= OW;
+    const int oh = (int)(t % OH); t /= OH;
+    const int od = outD0 + (int)(t % outDn);
+    const i64 c = t / outDn;
+    const float* xc = x + c * inDn * (i64)H * W;
+    float m = -INFINITY;
+    for (int a = 0; a < k; a++) {
+      const int d = od * s - p + a * dil;
+      if (d < 0 || d >= D) continue;
+      for (int b = 0; b < k; b++) {
+        const int h = oh * s - p + b * dil;
+        if (h < 0 || h >= H) continue;
+        const float* r = xc + ((i64)(d - inD0) * H + h) * W;
+        for (int e = 0; e < k; e++) {
+          const int w = ow * s - p + e * dil;
+          if (w < 0 || w >= W) continue;
+          m = MaxOp::op(m, r[w]);
+        }
+      }
+    }
+    y[idx] = m;
   }
 }
 

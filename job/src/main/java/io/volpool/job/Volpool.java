@@ -1,12 +1,10 @@
 package io.volpool.job;
 
-import io.volpool.format.SafeTensors;
 import io.volpool.job.config.JobSettings;
 import io.volpool.conf.SettingsException;
-import io.volpool.op.AvgPool3dSpec;
-import io.volpool.op.FusedModel;
-import io.volpool.op.FusedOp;
 import io.volpool.op.Pipeline;
+import io.volpool.op.SqlFunction;
+import io.volpool.ops.Operators;
 import io.volpool.op.VolumeShape;
 import io.volpool.spark.RowInput;
 import io.volpool.spark.RowTransform;
@@ -28,7 +26,10 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF3;
+import org.apache.spark.sql.api.java.UDF4;
 import org.apache.spark.sql.api.java.UDF5;
+import org.apache.spark.sql.api.java.UDF6;
+import org.apache.spark.sql.api.java.UDF7;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
@@ -91,25 +92,84 @@ public final class Volpool {
     return m;
   }
 
-  private static final ConcurrentHashMap<String, FusedOp> MODELS = new ConcurrentHashMap<>();
+  /** Stages of SQL calls by function and arguments: a model file is read once per JVM, not once per row. */
+  private static final ConcurrentHashMap<String, io.volpool.op.Stage> STAGES = new ConcurrentHashMap<>();
+
   /**
-   * Registers {@code volpool_avgpool3d(data, shape, kernel, stride, padding)},
-   * {@code volpool_avgpool3d_full(data, shape, kernel, stride, padding, ceil_mode, count_include_pad)} and
-   * {@code volpool_fused(data, shape, 'model.safetensors')} (stride, padding and pool kernel from
-   * the model's metadata, else 2, 1, 2), each returning {@code struct<shape, data>}. A bad volume
-   * fails the query naming the rule, as the job does.
+   * Registers every operator's SQL functions ({@code io.volpool.ops.Operators}), e.g.
+   * {@code volpool_avgpool3d(data, shape, kernel, stride, padding)},
+   * {@code volpool_maxpool3d(data, shape, kernel_size, stride, padding)} and
+   * {@code volpool_fused(data, shape, 'model.safetensors')}, each returning {@code struct<shape, data>}.
+   * A bad volume or argument fails the query naming the rule, as the job does.
    */
   public static void register(SparkSession spark) {
-    spark.udf().register("volpool_avgpool3d", (UDF5<byte[], scala.collection.Seq<Object>, Object, Object, Object, Row>)
-        (data, shape, k, st, p) -> run("volpool_avgpool3d", () -> Pipeline.of(new AvgPool3dSpec(intArg("kernel", k),
-            intArg("stride", st), intArg("padding", p), false, true)), data, shape, k, st, p), RESULT);
-    spark.udf().register("volpool_avgpool3d_full", (org.apache.spark.sql.api.java.UDF7<byte[], scala.collection.Seq<Object>,
-        Object, Object, Object, Object, Object, Row>) (data, shape, k, st, p, ceil, pad) ->
-        run("volpool_avgpool3d_full", () -> Pipeline.of(new AvgPool3dSpec(intArg("kernel", k), intArg("stride", st),
-            intArg("padding", p), boolArg("ceil_mode", ceil), boolArg("count_include_pad", pad))), data, shape, k, st, p,
-            ceil, pad), RESULT);
-    spark.udf().register("volpool_fused", (UDF3<byte[], scala.collection.Seq<Object>, String, Row>)
-        (data, shape, model) -> run("volpool_fused", () -> Pipeline.of(model(model)), data, shape, model), RESULT);
+    for (SqlFunction f : Operators.sqlFunctions()) {
+      String fn = f.name();
+      int n = f.params().size();
+      switch (n) {
+        case 1 -> spark.udf().register(fn, (UDF3<byte[], scala.collection.Seq<Object>, Object, Row>)
+            (data, shape, a) -> run(f, data, shape, a), RESULT);
+        case 2 -> spark.udf().register(fn, (UDF4<byte[], scala.collection.Seq<Object>, Object, Object, Row>)
+            (data, shape, a, b) -> run(f, data, shape, a, b), RESULT);
+        case 3 -> spark.udf().register(fn, (UDF5<byte[], scala.collection.Seq<Object>, Object, Object, Object, Row>)
+            (data, shape, a, b, c) -> run(f, data, shape, a, b, c), RESULT);
+        case 4 -> spark.udf().register(fn, (UDF6<byte[], scala.collection.Seq<Object>, Object, Object, Object, Object,
+            Row>) (data, shape, a, b, c, d) -> run(f, data, shape, a, b, c, d), RESULT);
+        case 5 -> spark.udf().register(fn, (UDF7<byte[], scala.collection.Seq<Object>, Object, Object, Object, Object,
+            Object, Row>) (data, shape, a, b, c, d, e) -> run(f, data, shape, a, b, c, d, e), RESULT);
+        default -> throw new IllegalStateException(fn + " takes " + n + " arguments after data and shape; register"
+            + " handles 1 to 5");
+      }
+    }
+  }
+
+  /** The stage of one call, built by its operator from checked arguments. */
+  private static io.volpool.op.Stage stage(SqlFunction f, Object[] args) {
+    String key = f.name() + java.util.Arrays.deepToString(args);
+    io.volpool.op.Stage cached = STAGES.get(key);
+    if (cached != null) {
+      return cached;
+    }
+    io.volpool.op.Stage st;
+    try {
+      st = f.builder().build(new SqlFunction.Args() {
+        @Override
+        public int intArg(int i) {
+          return Volpool.intArg(f.params().get(i), args[i]);
+        }
+
+        @Override
+        public boolean boolArg(int i) {
+          return Volpool.boolArg(f.params().get(i), args[i]);
+        }
+
+        @Override
+        public String stringArg(int i) {
+          if (args[i] instanceof String v) {
+            return v;
+          }
+          throw new IllegalArgumentException("volpool: " + f.params().get(i) + " must be a string, got "
+              + (args[i] == null ? "null" : args[i] + " (" + args[i].getClass().getSimpleName() + ")"));
+        }
+
+        @Override
+        public byte[] readFile(String path) throws IOException {
+          try {
+            Path hp = new Path(path);
+            FileSystem fs = hp.getFileSystem(new org.apache.hadoop.conf.Configuration());
+            try (InputStream in = fs.open(hp)) {
+              return in.readAllBytes();
+            }
+          } catch (IOException e) {
+            throw new IOException(f.name() + ": cannot read " + path + ": " + e.getMessage(), e);
+          }
+        }
+      });
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    STAGES.putIfAbsent(key, st);
+    return st;
   }
 
   /**
@@ -148,22 +208,8 @@ public final class Volpool {
    */
   private static final ThreadLocal<Last> LAST = new ThreadLocal<>();
 
-  private static FusedOp model(String path) {
-    return MODELS.computeIfAbsent(path, p -> {
-      try {
-        Path hp = new Path(p);
-        FileSystem fs = hp.getFileSystem(new org.apache.hadoop.conf.Configuration());
-        try (InputStream in = fs.open(hp)) {
-          return FusedModel.load(SafeTensors.read(in.readAllBytes(), p), FusedModel.Params.unset());
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException("volpool_fused: cannot read the model " + p + ": " + e.getMessage(), e);
-      }
-    });
-  }
-
-  private static Row run(String fn, java.util.function.Supplier<Pipeline> pipeline, byte[] data,
-      scala.collection.Seq<Object> shape, Object... args) {
+  private static Row run(SqlFunction f, byte[] data, scala.collection.Seq<Object> shape, Object... args) {
+    String fn = f.name();
     if (data == null || shape == null) {
       return null;
     }
@@ -182,7 +228,7 @@ public final class Volpool {
         && java.util.Arrays.equals(last.data(), data)) {
       return last.result();
     }
-    Pipeline p = pipeline.get();
+    Pipeline p = Pipeline.of(stage(f, args));
     float[] x = new float[(int) in.numel()];
     ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(x);
     VolumeShape os = p.outputShape(in);

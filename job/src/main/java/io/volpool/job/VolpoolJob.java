@@ -16,10 +16,10 @@ import io.volpool.job.io.ParquetInspector;
 import io.volpool.job.io.PathOverlap;
 import io.volpool.job.io.PlaneRowPlanner;
 import io.volpool.job.io.StagedOutput;
-import io.volpool.op.AvgPool3dSpec;
-import io.volpool.op.FusedModel;
-import io.volpool.op.FusedOp;
+import io.volpool.conf.ConfKey;
+import io.volpool.op.OperatorInputs;
 import io.volpool.op.Pipeline;
+import io.volpool.ops.Operators;
 import io.volpool.op.Stage;
 import io.volpool.op.VolumeShape;
 import io.volpool.exec.BatchRunner;
@@ -69,57 +69,69 @@ public final class VolpoolJob {
 
   private VolpoolJob() {}
 
-  /** Loads the weights and builds the pipeline the settings describe (driver side). */
+  /** Builds the pipeline the settings describe (driver side); operators read the files they name (e.g. a model). */
   public static Pipeline pipeline(JobSettings s, Configuration conf) throws IOException {
-    List<Stage> stages = new ArrayList<>();
-    for (String name : s.stageNames()) {
-      if (name.equals("fused")) {
-        stages.add(loadFused(s, conf));
-      } else {
-        stages.add(s.avgPool());
-      }
-    }
-    return new Pipeline(stages);
+    return pipeline(s, conf, new LinkedHashMap<>());
   }
 
-  private static byte[] readWeights(JobSettings s, Configuration conf) throws IOException {
-    Path p = new Path(s.fusedWeights());
-    FileSystem fs = p.getFileSystem(conf);
-    if (!fs.exists(p)) {
-      throw new SettingsException(VolpoolOptions.FUSED_WEIGHTS.key() + "=" + p + ": file not found");
-    }
-    if (fs.getFileStatus(p).isDirectory()) {
-      throw new SettingsException(VolpoolOptions.FUSED_WEIGHTS.key() + "=" + p + " is a folder; name the .safetensors"
-          + " file itself");
-    }
-    try (InputStream in = fs.open(p)) {
-      return in.readAllBytes();
-    }
-  }
-
-  private static FusedOp loadFused(JobSettings s, Configuration conf) throws IOException {
-    byte[] bytes = readWeights(s, conf);
+  /**
+   * Builds the pipeline, recording in {@code provenance} each file an operator read: {@code
+   * volpool.<role>} (its path) and {@code volpool.<role>.sha256}. A file inside the output is refused
+   * before it is read (the output is replaced).
+   */
+  static Pipeline pipeline(JobSettings s, Configuration conf, Map<String, String> provenance) throws IOException {
     try {
-      return FusedModel.load(SafeTensors.read(bytes, s.fusedWeights()), s.fusedParams());
-    } catch (IllegalArgumentException e) {
-      throw new SettingsException(VolpoolOptions.FUSED_WEIGHTS.key() + ": " + e.getMessage(), e);
+      return Operators.pipeline(new OperatorInputs() {
+        @Override
+        public Map<String, String> values() {
+          return s.values();
+        }
+
+        @Override
+        public byte[] readFile(ConfKey<String> key, String role, String why) throws IOException {
+          String v = key.get(s.values());
+          if (v == null) {
+            throw new SettingsException("missing setting " + key.key() + ": " + why);
+          }
+          if (!s.isTransform()) {
+            PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), v, key.key(), conf);
+          }
+          Path p = new Path(v);
+          FileSystem fs = p.getFileSystem(conf);
+          if (!fs.exists(p)) {
+            throw new SettingsException(key.key() + "=" + p + ": file not found");
+          }
+          if (fs.getFileStatus(p).isDirectory()) {
+            throw new SettingsException(key.key() + "=" + p + " is a folder; name the file itself");
+          }
+          byte[] bytes;
+          try (InputStream in = fs.open(p)) {
+            bytes = in.readAllBytes();
+          }
+          provenance.put("volpool." + role + ".sha256", sha256(bytes));
+          provenance.put("volpool." + role, v);
+          return bytes;
+        }
+      });
+    } catch (java.io.UncheckedIOException e) {
+      throw e.getCause();
+    }
+  }
+
+  private static String sha256(byte[] bytes) {
+    try {
+      return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
     }
   }
 
   /** What made the output, recorded in every Parquet footer and in the summary. */
-  static Map<String, String> provenance(JobSettings s, Pipeline p, Configuration conf) throws IOException {
+  static Map<String, String> provenance(JobSettings s, Pipeline p, Map<String, String> files) {
     Map<String, String> m = new LinkedHashMap<>();
     m.put("volpool.version", Version.VERSION);
     m.put("volpool.pipeline", describe(p));
-    if (s.stageNames().contains("fused")) {
-      try {
-        m.put("volpool.model.sha256", HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
-            .digest(readWeights(s, conf))));
-      } catch (NoSuchAlgorithmException e) {
-        throw new IllegalStateException(e);
-      }
-      m.put("volpool.model", s.fusedWeights());
-    }
+    m.putAll(files);
     m.put("volpool.input", s.input());
     return m;
   }
@@ -127,19 +139,9 @@ public final class VolpoolJob {
   /** The pipeline with every parameter, e.g. {@code fused(3->16, k=3, stride=2, ...),avgpool3d(kernel=3, ...)}. */
   static String describe(Pipeline p) {
     if (p.stages().isEmpty()) {
-      return "identity";
+      return Operators.IDENTITY;
     }
-    List<String> parts = new ArrayList<>();
-    for (Stage st : p.stages()) {
-      if (st instanceof FusedOp f) {
-        parts.add(String.format("fused(%d->%d, kernel=%d, stride=%d, padding=%d, output_padding=%d, pool_kernel=%d)",
-            f.inChannels(), f.outChannels(), f.kernel(), f.stride(), f.padding(), f.outputPadding(), f.poolKernel()));
-      } else if (st instanceof AvgPool3dSpec a) {
-        parts.add(String.format("avgpool3d(kernel=%d, stride=%d, padding=%d, ceil_mode=%s, count_include_pad=%s)",
-            a.kernel(), a.stride(), a.padding(), a.ceilMode(), a.countIncludePad()));
-      }
-    }
-    return String.join(",", parts);
+    return p.stages().stream().map(Stage::describe).collect(java.util.stream.Collectors.joining(","));
   }
 
   /**
@@ -178,9 +180,6 @@ public final class VolpoolJob {
     Configuration conf = spark.sparkContext().hadoopConfiguration();
     // before anything is read, written or deleted: the output may not be, contain or lie inside what the job reads
     PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.input(), VolpoolOptions.INPUT.key(), conf);
-    if (s.stageNames().contains("fused")) {
-      PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.fusedWeights(), VolpoolOptions.FUSED_WEIGHTS.key(), conf);
-    }
     refuseLocalOutputOnCluster(spark.sparkContext().master(), s, conf);
     // in local mode the driver is the executor: what an executor would refuse is refused here, before any work
     boolean local = spark.sparkContext().master().startsWith("local");
@@ -188,7 +187,8 @@ public final class VolpoolJob {
       // the driver is the executor: say it once here rather than in a failed task's stack trace
       io.volpool.exec.Backends.requireGpu();
     }
-    Pipeline pipeline = pipeline(s, conf);
+    Map<String, String> files = new LinkedHashMap<>();
+    Pipeline pipeline = pipeline(s, conf, files);
     Path inputPath = new Path(s.input());
     FileSystem inFs = inputPath.getFileSystem(conf);
     if (!inFs.exists(inputPath)) {
@@ -243,7 +243,7 @@ public final class VolpoolJob {
     OutputSpec outSpec = new OutputSpec(s.outputFormat(),
         (layout == null ? TensorLayout.npyOutputSchema(rowsOut) : layout.outputSchema(rowsOut)).toString(),
         layout == null ? List.of(TensorLayout.ID) : layout.passthrough(), codec(s), ROW_GROUP_BYTES,
-        provenance(s, pipeline, conf), s.outputRowBytes());
+        provenance(s, pipeline, files), s.outputRowBytes());
     RunSpec spec = runSpec(s, spark, pipeline, s.inputFormat(), layout, npyOut ? 0 : ParquetBatchWriter.GAP, rowsOut);
     if (local) {
       spec.executorBudgetBytes(); // a budget the heap cannot hold

@@ -65,7 +65,10 @@ public final class VolpoolMain {
             out.print(usage());
             return EXIT_OK;
           case "--settings-table":
-            out.print(VolpoolOptions.markdownTable());
+            out.print(io.volpool.ops.Operators.markdownTable());
+            return EXIT_OK;
+          case "--operators-table":
+            out.print(io.volpool.ops.Operators.markdownOperators());
             return EXIT_OK;
           case "--conf":
           case "-c": {
@@ -327,6 +330,6 @@ public final class VolpoolMain {
         "usage: scripts/volpool [--master URL] [--properties-file FILE] [--conf " + VolpoolOptions.PREFIX + "KEY=VALUE]...",
         "       spark-submit --class io.volpool.job.VolpoolMain [spark options] volpool-job-*-spark.jar",
         "Runs the volpool pipeline over a dataset of 3D volumes. Settings (" + VolpoolOptions.PREFIX + "*):",
-        VolpoolOptions.markdownTable());
+        io.volpool.ops.Operators.markdownTable());
   }
 }

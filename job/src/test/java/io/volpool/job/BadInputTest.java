@@ -137,14 +137,14 @@ class BadInputTest {
     SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.toString(), "output", tmp.resolve("o").toString(),
         "pipeline", "fused,maxpool"));
     assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
-    assertThat(r.err()).contains("spark.volpool.pipeline takes a comma list of fused, avgpool3d")
+    assertThat(r.err()).contains("spark.volpool.pipeline takes a comma list of fused, avgpool3d, maxpool3d")
         .contains("unknown stage 'maxpool'");
     SparkTests.Result typo = SparkTests.run(SparkTests.conf("input", tmp.toString(), "output", tmp.resolve("o").toString(),
         "fused.strid", "2"));
     assertThat(typo.err()).contains("unknown setting spark.volpool.fused.strid");
-    SparkTests.Result noWeights = SparkTests.run(SparkTests.conf("input", tmp.toString(), "output",
+    SparkTests.Result noWeights = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output",
         tmp.resolve("o").toString()));
-    assertThat(noWeights.err()).contains("missing setting " + VolpoolOptions.FUSED_WEIGHTS.key());
+    assertThat(noWeights.err()).contains("missing setting " + io.volpool.ops.fused.Fused.WEIGHTS.key());
     SparkTests.Result missing = SparkTests.run(SparkTests.conf("input", tmp.resolve("nope").toString(), "output",
         tmp.resolve("o").toString(), "pipeline", "avgpool3d"));
     assertThat(missing.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);

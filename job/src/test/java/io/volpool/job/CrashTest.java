@@ -134,7 +134,7 @@ class CrashTest {
     Path in = tmp.resolve("in");
     SampleData.write(SparkTests.spark(), in.toString(), 2048, 8);
     Map<String, String> conf = JobEndToEndTest.seedConf(in, "parquet", tmp.resolve("out/pooled"));
-    conf.put("spark.volpool.mode", "overwrite");
+    conf.put("spark.volpool.output.mode", "overwrite");
     conf.put("spark.volpool.fused.weights", Path.of("../conf/models/fused_seed.safetensors").toAbsolutePath().toString());
     conf.put("spark.volpool.device", "cpu");
     crashAndRerun(tmp, conf, false);
@@ -148,7 +148,7 @@ class CrashTest {
       Files.copy(JobEndToEndTest.SEED.dir().resolve("input.npy"), in.resolve("d" + i % 4 + "/v" + i + ".npy"));
     }
     Map<String, String> conf = JobEndToEndTest.seedConf(in, "npy", tmp.resolve("out/pooled"));
-    conf.put("spark.volpool.mode", "overwrite");
+    conf.put("spark.volpool.output.mode", "overwrite");
     conf.put("spark.volpool.device", "cpu");
     crashAndRerun(tmp, conf, true);
   }

@@ -107,7 +107,7 @@ class HardeningTest {
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(out2.resolve("été=1")).isDirectory();
     // the overlap guard still compares such paths
-    r = SparkTests.run(identity(in, in.resolve("été=1/x"), "mode", "overwrite"));
+    r = SparkTests.run(identity(in, in.resolve("été=1/x"), "output.mode", "overwrite"));
     assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
     assertThat(r.err()).contains("lies inside");
   }
@@ -251,7 +251,7 @@ class HardeningTest {
     conf.put("spark.volpool.batchsize", "4");
     SparkTests.Result r = SparkTests.run(conf);
     assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
-    assertThat(r.err()).contains("unknown setting spark.volpool.batchsize; did you mean spark.volpool.batchSize?")
+    assertThat(r.err()).contains("unknown setting spark.volpool.batchsize; did you mean spark.volpool.batch.size?")
         .doesNotContain("known settings:");
     conf.remove("spark.volpool.batchsize");
     conf.put("spark.volpool.avgpol3d.strid", "2");
@@ -264,7 +264,7 @@ class HardeningTest {
     r = SparkTests.run(conf);
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.err()).contains("volpool: WARNING: --conf mode is not a Spark setting (it lacks the spark. prefix) and"
-        + " is ignored; did you mean spark.volpool.mode?");
+        + " is ignored; did you mean spark.volpool.output.mode?");
   }
 
   // 11. GPU resource requests on a local master: ignored, saying so, instead of waiting for ever

@@ -168,7 +168,7 @@ class HdfsIT {
     assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
     assertThat(r.err()).contains("already exists");
     Map<String, String> over = withPaths(in, "parquet", root + "/guard/out");
-    over.put("spark.volpool.mode", "overwrite");
+    over.put("spark.volpool.output.mode", "overwrite");
     r = SparkTests.run(over);
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(checksum(root + "/guard/out")).hasSize(2);
@@ -199,7 +199,7 @@ class HdfsIT {
     fs.copyFromLocalFile(new org.apache.hadoop.fs.Path(local.toUri()), hdfs("kill"));
     Map<String, String> conf = withPaths(root + "/kill/in", "parquet", root + "/kill/out");
     conf.put("spark.volpool.fused.weights", Path.of("../conf/models/fused_seed.safetensors").toAbsolutePath().toString());
-    conf.put("spark.volpool.mode", "overwrite");
+    conf.put("spark.volpool.output.mode", "overwrite");
     conf.put("spark.volpool.device", "cpu");
     ChildJvm.Child clean = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("clean.log"));
     assertThat(clean.waitFor(300)).as(clean.output()).isZero();

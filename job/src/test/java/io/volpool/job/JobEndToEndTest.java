@@ -28,7 +28,7 @@ class JobEndToEndTest {
   static Map<String, String> seedConf(Path input, String format, Path out) {
     return SparkTests.conf("input", input.toString(), "input.format", format, "output", out.toString(),
         "pipeline", "fused,avgpool3d", "fused.weights", SEED.model().toString(), "fused.stride", "2", "fused.padding", "1",
-        "fused.outputPadding", "0", "fused.poolKernel", "2");
+        "fused.outputPadding", "0", "fused.poolKernelSize", "2");
   }
 
   static float[] floats(byte[] b) {
@@ -172,9 +172,9 @@ class JobEndToEndTest {
     Map<String, String> conf = seedConf(SEED.dir().resolve("volumes_binary.parquet"), "parquet", out);
     SparkTests.Result r = SparkTests.run(conf);
     assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
-    assertThat(r.err()).contains("already exists").contains("spark.volpool.mode=overwrite");
+    assertThat(r.err()).contains("already exists").contains("spark.volpool.output.mode=overwrite");
     assertThat(out.resolve("precious.txt")).hasContent("keep me");
-    conf.put("spark.volpool.mode", "overwrite");
+    conf.put("spark.volpool.output.mode", "overwrite");
     SparkTests.Result r2 = SparkTests.run(conf);
     assertThat(r2.code()).as(r2.err()).isZero();
     assertThat(out.resolve("precious.txt")).doesNotExist();

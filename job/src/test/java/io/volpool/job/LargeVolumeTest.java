@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.volpool.cpu.CpuBackend;
 import io.volpool.format.NpyArray;
-import io.volpool.op.AvgPool3dSpec;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
 import io.volpool.testing.Tolerance;

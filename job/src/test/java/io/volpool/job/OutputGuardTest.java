@@ -27,7 +27,7 @@ class OutputGuardTest {
   static SparkTests.Result overwrite(Path in, String format, String out) {
     Map<String, String> conf = JobEndToEndTest.seedConf(in, format, Path.of("unused"));
     conf.put("spark.volpool.output", out);
-    conf.put("spark.volpool.mode", "overwrite");
+    conf.put("spark.volpool.output.mode", "overwrite");
     return SparkTests.run(conf);
   }
 
@@ -85,7 +85,7 @@ class OutputGuardTest {
     Files.copy(SEED.model(), models.resolve("m.safetensors"));
     Map<String, String> conf = JobEndToEndTest.seedConf(in, "parquet", models);
     conf.put("spark.volpool.fused.weights", models.resolve("m.safetensors").toString());
-    conf.put("spark.volpool.mode", "overwrite");
+    conf.put("spark.volpool.output.mode", "overwrite");
     SparkTests.Result r = SparkTests.run(conf);
     assertThat(r.code()).as(r.err()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
     assertThat(r.err()).contains("contains spark.volpool.fused.weights=");

@@ -14,15 +14,16 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The engine's shape, checked on the sources: packages import one way only (conf, memory, format,
- * op, backend, then io, cpu and cuda side by side, then exec, spark and job), and no code outside
+ * op, ops, backend, then io, cpu and cuda side by side, then exec, spark and job), and no code outside
  * the cpu and cuda packages names a backend type, except the one place that chooses the backend
  * ({@code exec/Backends}) and the benchmark tools that measure each backend on its own.
  */
 class PackageRulesTest {
   /** Each package's layer: a package may import only packages of lower layers. */
   private static final Map<String, Integer> LAYER = Map.ofEntries(Map.entry("conf", 0), Map.entry("memory", 1),
-      Map.entry("format", 2), Map.entry("op", 3), Map.entry("backend", 4), Map.entry("io", 5), Map.entry("cpu", 5),
-      Map.entry("cuda", 5), Map.entry("exec", 6), Map.entry("spark", 7), Map.entry("job", 8), Map.entry("bench", 9));
+      Map.entry("format", 2), Map.entry("op", 3), Map.entry("ops", 4), Map.entry("backend", 5), Map.entry("io", 6),
+      Map.entry("cpu", 6), Map.entry("cuda", 6), Map.entry("exec", 7), Map.entry("spark", 8), Map.entry("job", 9),
+      Map.entry("bench", 10));
   private static final Pattern PACKAGE = Pattern.compile("^package io\\.volpool\\.([a-z]+)", Pattern.MULTILINE);
   private static final Pattern USE = Pattern.compile("\\bio\\.volpool\\.([a-z]+)\\.[A-Za-z]");
   private static final Pattern BACKEND_TYPE = Pattern.compile("\\b(io\\.volpool\\.(cpu|cuda)\\.|CpuBackend|CudaBackend)");

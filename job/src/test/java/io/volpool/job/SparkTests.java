@@ -69,7 +69,7 @@ final class SparkTests {
   /** The spark.volpool.* settings of a golden case: its pipeline, the fused model and parameters, avgpool3d's. */
   static Map<String, String> caseSettings(io.volpool.testing.Golden.Case c) {
     Map<String, String> conf = new LinkedHashMap<>();
-    conf.put("spark.volpool.pipeline", c.op().equals("pipeline") ? "fused,avgpool3d" : c.op());
+    conf.put("spark.volpool.pipeline", String.join(",", c.stageNames()));
     conf.put("spark.volpool.device", device());
     com.fasterxml.jackson.databind.JsonNode f = c.fusedParams();
     if (f != null) {
@@ -77,7 +77,15 @@ final class SparkTests {
       conf.put("spark.volpool.fused.stride", f.get("stride").asText());
       conf.put("spark.volpool.fused.padding", f.get("padding").asText());
       conf.put("spark.volpool.fused.outputPadding", f.get("output_padding").asText());
-      conf.put("spark.volpool.fused.poolKernel", f.get("pool_kernel").asText());
+      conf.put("spark.volpool.fused.poolKernelSize", f.get("pool_kernel").asText());
+    }
+    com.fasterxml.jackson.databind.JsonNode m = c.maxParams();
+    if (m != null) {
+      conf.put("spark.volpool.maxpool3d.kernelSize", m.get("kernel_size").asText());
+      conf.put("spark.volpool.maxpool3d.stride", m.get("stride").asText());
+      conf.put("spark.volpool.maxpool3d.padding", m.get("padding").asText());
+      conf.put("spark.volpool.maxpool3d.dilation", m.get("dilation").asText());
+      conf.put("spark.volpool.maxpool3d.ceilMode", m.get("ceil_mode").asText());
     }
     com.fasterxml.jackson.databind.JsonNode a = c.avgParams();
     if (a != null) {

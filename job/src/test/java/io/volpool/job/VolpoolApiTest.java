@@ -107,6 +107,10 @@ class VolpoolApiTest {
         JsonNode a = c.avgParams();
         call = "volpool_avgpool3d_full(data, shape, " + a.get("kernel_size") + ", " + a.get("stride") + ", "
             + a.get("padding") + ", " + a.get("ceil_mode") + ", " + a.get("count_include_pad") + ")";
+      } else if (c.op().equals("maxpool3d")) {
+        JsonNode m = c.maxParams();
+        call = "volpool_maxpool3d_full(data, shape, " + m.get("kernel_size") + ", " + m.get("stride") + ", "
+            + m.get("padding") + ", " + m.get("dilation") + ", " + m.get("ceil_mode") + ")";
       } else if (c.name().equals("fused_seed")) {
         call = "volpool_fused(data, shape, '" + c.model() + "')";
       } else {
@@ -119,6 +123,8 @@ class VolpoolApiTest {
     rows(seed).createOrReplaceTempView("vols");
     assertThat(SparkTests.spark().sql("SELECT volpool_avgpool3d(data, shape, 3, 2, 1).shape FROM vols").first().getList(0))
         .as("the issue's example call").hasSize(4);
+    assertThat(SparkTests.spark().sql("SELECT volpool_maxpool3d(data, shape, 3, 2, 1).shape FROM vols").first().getList(0))
+        .as("maxpool3d's short form").hasSize(4);
   }
 
   @Test
@@ -135,13 +141,13 @@ class VolpoolApiTest {
       spark.conf().set("spark.volpool.avgpool3d.kernelSize", "3");
       assertMatches(c, Volpool.transform(rows(c), options(c)).collectAsList(), 4);
       // and a session value is really used: an impossible one fails, naming its key
-      spark.conf().set("spark.volpool.batchSize", "-1");
+      spark.conf().set("spark.volpool.batch.size", "-1");
       org.assertj.core.api.Assertions.assertThatThrownBy(() -> Volpool.transform(rows(c), opts))
-          .hasMessageContaining("spark.volpool.batchSize must be at least 0, got -1");
+          .hasMessageContaining("spark.volpool.batch.size must be at least 0, got -1");
     } finally {
       spark.conf().unset("spark.volpool.avgpool3d.kernelSize");
       spark.conf().unset("spark.volpool.output");
-      spark.conf().unset("spark.volpool.batchSize");
+      spark.conf().unset("spark.volpool.batch.size");
     }
   }
 

@@ -3,7 +3,7 @@ package io.volpool.job;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.volpool.cpu.CpuBackend;
-import io.volpool.op.AvgPool3dSpec;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
 import java.io.IOException;

@@ -2,9 +2,9 @@ package io.volpool.bench;
 
 import io.volpool.cpu.CpuBackend;
 import io.volpool.format.SafeTensors;
-import io.volpool.op.AvgPool3dSpec;
-import io.volpool.op.FusedModel;
-import io.volpool.op.FusedOp;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
+import io.volpool.ops.fused.FusedModel;
+import io.volpool.ops.fused.FusedOp;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
 import java.nio.file.Files;

@@ -21,17 +21,70 @@ public final class ConfKey<T> {
     T parse(String key, String text);
   }
 
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ConfKey.class);
+  /** Deprecated keys already warned about in this JVM: each warns once. */
+  private static final java.util.Set<String> WARNED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
   private final String key;
   private final String defaultValue;
   private final String doc;
   private final Parser<T> parser;
+  private final java.util.List<String> aliases;
 
   private ConfKey(String key, String defaultValue, String doc, Parser<T> parser) {
+    this(key, defaultValue, doc, parser, java.util.List.of());
+  }
+
+  private ConfKey(String key, String defaultValue, String doc, Parser<T> parser, java.util.List<String> aliases) {
     this.key = key;
     this.defaultValue = defaultValue;
     this.doc = doc;
     this.parser = parser;
+    this.aliases = java.util.List.copyOf(aliases);
   }
+
+  /**
+   * This key, also read from {@code oldKey}, its name before the settings were renamed: a value
+   * under the old name still works and logs a warning (once per JVM) naming the new key.
+   */
+  public ConfKey<T> formerly(String oldKey) {
+    java.util.List<String> a = new java.util.ArrayList<>(aliases);
+    a.add(oldKey);
+    return new ConfKey<>(key, defaultValue, doc, parser, a);
+  }
+
+  /** The deprecated names this key is still read from. */
+  public java.util.List<String> aliases() {
+    return aliases;
+  }
+
+  /** A duration in whole seconds in {@code [min, max]}: {@code 180}, {@code 180s}, {@code 3m}, {@code 1h} (a bare number is seconds). */
+  public static ConfKey<Integer> seconds(String key, String defaultValue, int min, int max, String doc) {
+    return new ConfKey<>(key, defaultValue, doc, (k, v) -> {
+      Matcher m = DURATION.matcher(v.trim().toLowerCase(Locale.ROOT));
+      if (!m.matches()) {
+        throw new SettingsException(k + " must be a duration such as 180s, 3m or 1h (a bare number is seconds), got '"
+            + v + "'");
+      }
+      long unit = switch (m.group(2) == null ? "s" : m.group(2)) {
+        case "m", "min" -> 60;
+        case "h" -> 3600;
+        default -> 1;
+      };
+      long s;
+      try {
+        s = Math.multiplyExact(Long.parseLong(m.group(1)), unit);
+      } catch (ArithmeticException | NumberFormatException e) {
+        throw new SettingsException(k + " is too large: '" + v + "'");
+      }
+      if (s < min || s > max) {
+        throw new SettingsException(k + " must be between " + min + "s and " + max + "s, got '" + v + "'");
+      }
+      return (int) s;
+    });
+  }
+
+  private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(s|m|min|h)?");
 
   /** Free text; null when unset without a default. */
   public static ConfKey<String> text(String key, String defaultValue, String doc) {
@@ -157,6 +210,17 @@ public final class ConfKey<T> {
   /** The text of this setting in {@code values}, else its default; null when neither is there. */
   public String raw(Map<String, String> values) {
     String v = values.get(key);
+    if (v == null || v.isBlank()) {
+      for (String a : aliases) {
+        String old = values.get(a);
+        if (old != null && !old.isBlank()) {
+          if (WARNED.add(a)) {
+            LOG.warn("setting {} is deprecated; use {} (same value: {}={})", a, key, key, old.trim());
+          }
+          return old.trim();
+        }
+      }
+    }
     return v == null || v.isBlank() ? defaultValue : v.trim();
   }
 
@@ -174,7 +238,9 @@ public final class ConfKey<T> {
   /** The README table row for this key. */
   public String markdownRow() {
     String d = defaultValue == null ? "(none)" : defaultValue.isEmpty() ? "(empty)" : "`" + defaultValue + "`";
-    return "| `" + key + "` | " + d + " | " + doc + " |";
+    String was = aliases.isEmpty() ? "" : " Formerly " + String.join(", ", aliases.stream().map(a -> "`" + a + "`").toList())
+        + " (still read, with a warning).";
+    return "| `" + key + "` | " + d + " | " + doc + was + " |";
   }
 
   @Override

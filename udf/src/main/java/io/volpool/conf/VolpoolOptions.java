@@ -3,12 +3,20 @@ package io.volpool.conf;
 import java.util.List;
 
 /**
- * Every {@code spark.volpool.*} setting, declared once with its type, default, check and one-line
- * description ({@link ConfKey}), as spark-rapids' {@code RapidsConf} does. Everything that reads a
- * setting or names one in a message goes through these declarations: no key is spelled anywhere
- * else (a test scans the sources). The README's settings table is {@link #markdownTable()}; a test
- * keeps the two equal. Cross-setting rules and the job's typed view live in the job's
- * {@code JobSettings}.
+ * The job's {@code spark.volpool.*} settings, each declared once with its type, default, check and
+ * one-line description ({@link ConfKey}), as spark-rapids' {@code RapidsConf} does; each operator
+ * declares its own in its package, and {@code io.volpool.ops.Operators#settings()} is the full list.
+ * Everything that reads a setting or names one in a message goes through these declarations: no
+ * key is spelled anywhere else (a test scans the sources). The README's settings table is
+ * generated from the full list; a test keeps the two equal. Cross-setting rules and the job's
+ * typed view live in the job's {@code JobSettings}.
+ *
+ * <p>Naming: {@code spark.volpool.<area>.<name>} in camelCase ({@code input.*}, {@code output.*},
+ * {@code batch.*}, {@code cpu.*}, {@code gpu.*}, {@code memory.*}, {@code cluster.*}), except the two
+ * choices every job makes, {@code pipeline} and {@code device}; an operator's parameters are
+ * {@code spark.volpool.<operator>.<PyTorch's parameter name in camelCase>}; sizes take units
+ * ({@code 512m}) and durations too ({@code 180s}). Keys renamed to fit this are still read under
+ * their old names with a warning ({@link ConfKey#formerly}).
  */
 public final class VolpoolOptions {
   private VolpoolOptions() {}
@@ -37,34 +45,13 @@ public final class VolpoolOptions {
   public static final ConfKey<Long> OUTPUT_ROW_BYTES = ConfKey.bytes(PREFIX + "output.rowBytes", "512m", 1L << 20, (1L << 31) - (1L << 20), false,
       "between 1m and 2047m (a Parquet page holds at most 2 GiB)",
       "With output stored across rows, the most data per row (whole planes; at least one plane per row).");
-  public static final ConfKey<String> MODE = ConfKey.choice(PREFIX + "mode", "errorifexists",
-      "`errorifexists` (fail if the output exists) or `overwrite` (replace it).", "errorifexists", "overwrite");
-  public static final ConfKey<String> PIPELINE = ConfKey.text(PREFIX + "pipeline", "fused,avgpool3d",
-      "Comma list of `fused`, `avgpool3d`; `identity` copies tensors through (I/O benchmarks).");
-  public static final ConfKey<String> FUSED_WEIGHTS = ConfKey.text(PREFIX + "fused.weights", null,
-      "safetensors file of the fused model's PyTorch `state_dict`. Required when the pipeline has `fused`.");
-  public static final ConfKey<Integer> FUSED_STRIDE = ConfKey.integer(PREFIX + "fused.stride", null, 1, Integer.MAX_VALUE,
-      "ConvTranspose3d stride; unset: the model's `__metadata__`, else 2.");
-  public static final ConfKey<Integer> FUSED_PADDING = ConfKey.integer(PREFIX + "fused.padding", null, 0, Integer.MAX_VALUE,
-      "ConvTranspose3d padding; unset: the model's `__metadata__`, else 1.");
-  public static final ConfKey<Integer> FUSED_OUTPUT_PADDING = ConfKey.integer(PREFIX + "fused.outputPadding", null, 0, Integer.MAX_VALUE,
-      "ConvTranspose3d output_padding; unset: the model's `__metadata__`, else 0.");
-  public static final ConfKey<Integer> FUSED_POOL_KERNEL = ConfKey.integer(PREFIX + "fused.poolKernel", null, 1, Integer.MAX_VALUE,
-      "AvgPool3d kernel (= stride) inside `fused`; unset: the model's `__metadata__`, else 2.");
-  public static final ConfKey<Integer> AVGPOOL_KERNEL = ConfKey.integer(PREFIX + "avgpool3d.kernelSize", "3", 1, Integer.MAX_VALUE,
-      "AvgPool3d kernel_size.");
-  public static final ConfKey<Integer> AVGPOOL_STRIDE = ConfKey.integer(PREFIX + "avgpool3d.stride", "2", 1, Integer.MAX_VALUE,
-      "AvgPool3d stride.");
-  public static final ConfKey<Integer> AVGPOOL_PADDING = ConfKey.integer(PREFIX + "avgpool3d.padding", "1", 0, Integer.MAX_VALUE,
-      "AvgPool3d padding (at most half the kernel).");
-  public static final ConfKey<Boolean> AVGPOOL_CEIL = ConfKey.bool(PREFIX + "avgpool3d.ceilMode", "false",
-      "AvgPool3d ceil_mode.");
-  public static final ConfKey<Boolean> AVGPOOL_COUNT_PAD = ConfKey.bool(PREFIX + "avgpool3d.countIncludePad", "true",
-      "AvgPool3d count_include_pad.");
+  public static final ConfKey<String> MODE = ConfKey.choice(PREFIX + "output.mode", "errorifexists",
+      "`errorifexists` (fail if the output exists) or `overwrite` (replace it).", "errorifexists", "overwrite")
+      .formerly(PREFIX + "mode");
   public static final ConfKey<String> DEVICE = ConfKey.choice(PREFIX + "device", "auto",
       "`auto` (GPU when CUDA works, else CPU, logging why), `cpu`, or `gpu` (fail if no usable GPU).", "auto", "cpu", "gpu");
-  public static final ConfKey<Integer> BATCH_SIZE = ConfKey.integer(PREFIX + "batchSize", "0", 0, 1 << 20,
-      "Volumes per backend call; 0 chooses from the volume size (and free GPU memory).");
+  public static final ConfKey<Integer> BATCH_SIZE = ConfKey.integer(PREFIX + "batch.size", "0", 0, 1 << 20,
+      "Volumes per backend call; 0 chooses from the volume size (and free GPU memory).").formerly(PREFIX + "batchSize");
   public static final ConfKey<Integer> CPU_THREADS = ConfKey.integer(PREFIX + "cpu.threads", "0", 0, 4096,
       "Threads of the CPU backend's shared pool per executor JVM; 0 = the executor's cores (`local[N]`: N;"
           + " a cluster: `spark.executor.cores`, else the cores the executor's JVM sees).");
@@ -76,31 +63,22 @@ public final class VolpoolOptions {
           + " be streamed), e.g. `6g`; tasks wait for room. `auto`: half of the executor's heap. One request (a batch,"
           + " a page) may take at most half. On YARN or Kubernetes add the budget to `spark.executor.memoryOverhead`"
           + " when the GPU is used (pinned memory is off-heap).");
-  public static final ConfKey<Integer> NPY_MAX_HEADER = ConfKey.integer(PREFIX + "input.npy.maxHeaderBytes", "10000", 128, 1 << 30,
-      "Largest .npy header accepted (numpy's `max_header_size`); larger headers are bad records.");
-  public static final ConfKey<Integer> RESOURCE_TIMEOUT = ConfKey.integer(PREFIX + "cluster.resourceTimeout", "180", 5, 86400,
-      "Seconds a job on a cluster waits for its first task to start (an executor with the requested resources) before"
+  public static final ConfKey<Long> NPY_MAX_HEADER = ConfKey.bytes(PREFIX + "input.npy.maxHeaderSize", "10000", 128, 1 << 30, false,
+      "between 128 and 1g", "Largest .npy header accepted (numpy's `max_header_size`), e.g. `10000` or `64k`; larger headers"
+          + " are bad records.").formerly(PREFIX + "input.npy.maxHeaderBytes");
+  public static final ConfKey<Integer> RESOURCE_TIMEOUT = ConfKey.seconds(PREFIX + "cluster.resourceTimeout", "180s", 5, 86400,
+      "How long (e.g. `180s`, `10m`; a bare number is seconds) a job on a cluster waits for its first task to start (an executor with the requested resources) before"
           + " it fails saying what it asked for and what the cluster offered.");
   public static final ConfKey<Boolean> OUTPUT_SHARED_FS = ConfKey.bool(PREFIX + "output.sharedFilesystem", "false",
       "`true` allows a `file:` output on a cluster master (only when that path is one shared filesystem on every"
           + " host, e.g. NFS); otherwise such an output is refused, since executors would write to their own disks.");
 
   public static final List<ConfKey<?>> ALL = List.of(INPUT, INPUT_FORMAT, INPUT_TENSOR_COLUMN, INPUT_TENSOR_SHAPE, OUTPUT,
-      OUTPUT_FORMAT, OUTPUT_COMPRESSION, OUTPUT_LAYOUT, OUTPUT_ROW_BYTES, MODE, PIPELINE, FUSED_WEIGHTS, FUSED_STRIDE, FUSED_PADDING, FUSED_OUTPUT_PADDING, FUSED_POOL_KERNEL,
-      AVGPOOL_KERNEL, AVGPOOL_STRIDE, AVGPOOL_PADDING, AVGPOOL_CEIL, AVGPOOL_COUNT_PAD, DEVICE, BATCH_SIZE, CPU_THREADS,
+      OUTPUT_FORMAT, OUTPUT_COMPRESSION, OUTPUT_LAYOUT, OUTPUT_ROW_BYTES, MODE, DEVICE, BATCH_SIZE, CPU_THREADS,
       GPU_MEMORY_FRACTION, MEMORY_BUDGET, NPY_MAX_HEADER, OUTPUT_SHARED_FS, RESOURCE_TIMEOUT);
 
   /** Keys of earlier versions, with what replaced them (named in the error a stale key gets). */
   public static final java.util.Map<String, String> RENAMED = java.util.Map.of(
       PREFIX + "gpu.tasksPerDevice", GPU_MEMORY_FRACTION.key() + " (a task no longer holds the GPU for its whole"
           + " partition; batches share the device, bounded by its memory)");
-
-  /** The README's settings table. */
-  public static String markdownTable() {
-    StringBuilder sb = new StringBuilder("| key | default | meaning |\n| --- | --- | --- |\n");
-    for (ConfKey<?> k : ALL) {
-      sb.append(k.markdownRow()).append('\n');
-    }
-    return sb.toString();
-  }
 }

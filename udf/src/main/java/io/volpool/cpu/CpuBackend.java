@@ -14,8 +14,7 @@ import io.volpool.backend.VolumePlan;
 import io.volpool.backend.VolumeSink;
 import io.volpool.memory.BufferPool;
 import io.volpool.memory.MemoryBudget;
-import io.volpool.op.AvgPool3dSpec;
-import io.volpool.op.FusedOp;
+import io.volpool.op.Parallel;
 import io.volpool.op.Pipeline;
 import io.volpool.op.Slab;
 import io.volpool.op.SlabPlan;
@@ -28,7 +27,8 @@ import java.util.List;
 import java.util.concurrent.ForkJoinPool;
 
 /**
- * The CPU backend: runs each stage of a pipeline over the whole batch with {@link VolumeKernels}.
+ * The CPU backend: runs each stage of a pipeline over the whole batch with the stage's own CPU
+ * kernel ({@link Stage#runCpu}, or {@link Stage#runReference} for the reference backend).
  * Readers write volumes straight into the batch's first float array (converted from little-endian
  * bytes on the way in); the last stage's floats are written to a byte buffer with the caller's gap
  * before each volume. Owns the thread pool of the fast kernels and a pool of batch buffers counted
@@ -38,7 +38,8 @@ public final class CpuBackend implements Backend {
   /** Target bytes of the largest per-stage array of one batch when the user sets no batch size. */
   static final long AUTO_BATCH_BYTES = 64L << 20;
 
-  private final VolumeKernels kernels;
+  /** Work split over the pool; null for the single-threaded reference backend. */
+  private final Parallel par;
   private final ForkJoinPool pool;
   private final String name;
   private final BufferPool<Layout, Buffers> buffers;
@@ -58,9 +59,15 @@ public final class CpuBackend implements Backend {
 
   private record Buffers(float[][] arrays, ByteBuffer out) {}
 
-  private CpuBackend(VolumeKernels kernels, ForkJoinPool pool, String name, MemoryBudget budget) {
-    this.kernels = kernels;
+  private CpuBackend(ForkJoinPool pool, String name, MemoryBudget budget) {
     this.pool = pool;
+    this.par = pool == null ? null : (units, body) -> {
+      if (units == 1 || pool.getParallelism() == 1) {
+        Parallel.SERIAL.forEach(units, body);
+      } else {
+        pool.submit(() -> java.util.stream.IntStream.range(0, units).parallel().forEach(body)).join();
+      }
+    };
     this.name = name;
     this.buffers = new BufferPool<>(budget, new BufferPool.Allocator<>() {
       @Override
@@ -88,7 +95,7 @@ public final class CpuBackend implements Backend {
   public static CpuBackend fast(int threads, MemoryBudget budget) {
     int t = threads > 0 ? threads : Runtime.getRuntime().availableProcessors();
     ForkJoinPool pool = new ForkJoinPool(t);
-    return new CpuBackend(new FastKernels(pool), pool, "cpu (" + t + " threads)", budget);
+    return new CpuBackend(pool, "cpu (" + t + " threads)", budget);
   }
 
   /** The fast backend with a budget of its own (tests and tools). */
@@ -98,7 +105,7 @@ public final class CpuBackend implements Backend {
 
   /** The plain float64 reference backend (single-threaded, slow): for checking, not for production. */
   public static CpuBackend reference() {
-    return new CpuBackend(new ReferenceKernels(), null, "cpu-reference", new MemoryBudget(MemoryBudget.defaultLimit()));
+    return new CpuBackend(null, "cpu-reference", new MemoryBudget(MemoryBudget.defaultLimit()));
   }
 
   @Override
@@ -144,12 +151,10 @@ public final class CpuBackend implements Backend {
   }
 
   private void apply(Stage st, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
-    if (st instanceof FusedOp f) {
-      kernels.fused(f, in, slab, x, n, y);
-    } else if (st instanceof AvgPool3dSpec a) {
-      kernels.avgPool3d(a, in, slab, x, n, y);
+    if (par == null) {
+      st.runReference(in, slab, x, n, y);
     } else {
-      throw new IllegalStateException("no CPU kernel for stage " + st.name());
+      st.runCpu(par, in, slab, x, n, y);
     }
   }
 

@@ -6,8 +6,8 @@ import static jcuda.driver.JCudaDriver.cuMemAlloc;
 import static jcuda.driver.JCudaDriver.cuMemFree;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoD;
 
-import io.volpool.op.AvgPool3dSpec;
-import io.volpool.op.FusedStencil;
+import io.volpool.op.GpuLaunch;
+import io.volpool.op.GpuStep;
 import io.volpool.op.Slab;
 import io.volpool.op.VolumeShape;
 import java.util.ArrayList;
@@ -20,16 +20,17 @@ import jcuda.driver.CUfunction_attribute;
 import jcuda.driver.CUstream;
 
 /**
- * Launches the steps of a {@link KernelPlan} on one device. Owns the read-only device tables of
- * the generic fused kernel (tap tables, weights), uploaded once; {@link #close()} frees them.
+ * Launches the steps of a {@link KernelPlan} on one device, turning each step's {@link GpuLaunch}
+ * into JCuda's parameter block: it knows no operator. Owns the read-only device tables the steps
+ * name ({@link GpuLaunch.Arg.Table}), uploaded once per plan; {@link #close()} frees them.
  * Launches are asynchronous on the caller's stream; the caller makes the context current.
  */
 public final class KernelRunner implements AutoCloseable {
-  private static final int THREADS = 256;
 
   private final CudaDevice device;
   private final KernelPlan plan;
-  private final Map<KernelPlan.Step, CUdeviceptr[]> tables = new HashMap<>();
+  /** Device copies of the steps' tables, by identity of the host array. */
+  private final Map<Object, CUdeviceptr> tables = new java.util.IdentityHashMap<>();
   private final List<CUdeviceptr> owned = new ArrayList<>();
   private boolean closed;
 
@@ -37,10 +38,7 @@ public final class KernelRunner implements AutoCloseable {
     this.device = device;
     this.plan = plan;
     try {
-      for (KernelPlan.Step s : plan.steps()) {
-        if (s instanceof KernelPlan.FusedGeneric g) {
-          tables.put(s, upload(g.stencil()));
-        }
+      for (GpuStep s : plan.steps()) {
         device.function(s.kernel());
       }
     } catch (RuntimeException e) {
@@ -53,22 +51,14 @@ public final class KernelRunner implements AutoCloseable {
     return plan;
   }
 
-  private CUdeviceptr[] upload(FusedStencil st) {
-    FusedStencil.Dim[] dims = {st.d(), st.h(), st.w()};
-    CUdeviceptr[] out = new CUdeviceptr[11];
-    int k = 0;
-    for (FusedStencil.Dim d : dims) {
-      out[k++] = ints(d.start, "tap starts");
-      out[k++] = ints(d.pattern, "tap patterns");
-      int[] off = new int[d.patterns() * d.taps];
-      for (int p = 0; p < d.patterns(); p++) {
-        System.arraycopy(d.offset[p], 0, off, p * d.taps, d.taps);
-      }
-      out[k++] = ints(off, "tap offsets");
+  /** The device copy of a step's table, uploaded on first use. */
+  private CUdeviceptr table(Object values) {
+    CUdeviceptr p = tables.get(values);
+    if (p == null) {
+      p = values instanceof int[] iv ? ints(iv, "kernel table") : floats((float[]) values, "kernel table");
+      tables.put(values, p);
     }
-    out[k++] = floats(st.weights(), "fused effective weights");
-    out[k] = floats(st.constant(), "fused constants");
-    return out;
+    return p;
   }
 
   private CUdeviceptr ints(int[] v, String what) {
@@ -90,8 +80,9 @@ public final class KernelRunner implements AutoCloseable {
     return p;
   }
 
-  private int blocks(long work) {
-    long b = (work + THREADS - 1) / THREADS;
+  /** Blocks for a grid-stride kernel over {@code work} elements: capped at 64 per multiprocessor (the kernels loop). */
+  private int blocks(long work, int threads) {
+    long b = (work + threads - 1) / threads;
     long cap = (long) device.multiprocessors * 64;
     return (int) Math.max(1, Math.min(b, cap));
   }
@@ -108,7 +99,7 @@ public final class KernelRunner implements AutoCloseable {
    * {@code slabs[src]} and writes the output planes of {@code slabs[dst - 1]}.
    */
   public void launch(CUstream stream, CUdeviceptr[] bufs, int n, Slab[] slabs) {
-    for (KernelPlan.Step s : plan.steps()) {
+    for (GpuStep s : plan.steps()) {
       Slab in = slabs[s.src()];
       Slab out = slabs[s.dst() - 1];
       launch(s, stream, bufs[s.src()], bufs[s.dst()], n, new Slab(in.inD0(), in.inDn(), out.outD0(), out.outDn()));
@@ -119,11 +110,11 @@ public final class KernelRunner implements AutoCloseable {
   private record Launch(Pointer params, int gx, int gy, int gz, int bx, int by, int smem) {}
 
   /** Device pointers compare by address (NativePointerObject.equals), so the key is the buffers' addresses. */
-  private record LaunchKey(KernelPlan.Step step, CUdeviceptr src, CUdeviceptr dst, int n, Slab window) {}
+  private record LaunchKey(GpuStep step, CUdeviceptr src, CUdeviceptr dst, int n, Slab window) {}
 
   private final Map<LaunchKey, Launch> launches = new HashMap<>();
 
-  private void launch(KernelPlan.Step s, CUstream stream, CUdeviceptr src, CUdeviceptr dst, int n, Slab w) {
+  private void launch(GpuStep s, CUstream stream, CUdeviceptr src, CUdeviceptr dst, int n, Slab w) {
     LaunchKey key = new LaunchKey(s, src, dst, n, w);
     Launch l = launches.get(key);
     if (l == null) {
@@ -139,121 +130,39 @@ public final class KernelRunner implements AutoCloseable {
         + ", input planes [" + w.inD0() + ", " + w.inD1() + "), output planes [" + w.outD0() + ", " + w.outD1() + "))");
   }
 
-  /** The window parameters every kernel takes after its shapes: inD0, inDn, outD0, outDn. */
-  private static Pointer[] window(Slab w) {
-    return new Pointer[] {i(w.inD0()), i(w.inDn()), i(w.outD0()), i(w.outDn())};
-  }
-
-  private static Pointer params(Object... parts) {
-    java.util.List<Pointer> all = new ArrayList<>();
-    for (Object o : parts) {
-      if (o instanceof Pointer[] ps) {
-        all.addAll(java.util.Arrays.asList(ps));
-      } else {
-        all.add((Pointer) o);
+  private Launch prepare(GpuStep s, CUdeviceptr src, CUdeviceptr dst, int n, Slab w) {
+    GpuLaunch g = s.launch(n, w);
+    List<Pointer> ps = new ArrayList<>();
+    for (GpuLaunch.Arg a : g.args()) {
+      if (a instanceof GpuLaunch.Arg.Src) {
+        ps.add(Pointer.to(src));
+      } else if (a instanceof GpuLaunch.Arg.Dst) {
+        ps.add(Pointer.to(dst));
+      } else if (a instanceof GpuLaunch.Arg.I32 x) {
+        ps.add(Pointer.to(new int[] {x.value()}));
+      } else if (a instanceof GpuLaunch.Arg.I64 x) {
+        ps.add(Pointer.to(new long[] {x.value()}));
+      } else if (a instanceof GpuLaunch.Arg.Struct x) {
+        ps.add(Pointer.to(x.values()));
+      } else if (a instanceof GpuLaunch.Arg.Table x) {
+        ps.add(Pointer.to(table(x.values())));
       }
     }
-    return Pointer.to(all.toArray(new Pointer[0]));
-  }
-
-  private Launch prepare(KernelPlan.Step s, CUdeviceptr src, CUdeviceptr dst, int n, Slab w) {
-    Pointer params;
-    int grid;
-    int bx = THREADS;
-    int by = 1;
-    int gy = 1;
-    int gz = 1;
-    int smem = 0;
-    VolumeShape in = plan.shapes().get(s.src());
-    VolumeShape out = plan.shapes().get(s.dst());
-    if (s instanceof KernelPlan.FusedGeneric g) {
-      FusedStencil st = g.stencil();
-      CUdeviceptr[] t = tables.get(s);
-      params = params(Pointer.to(src), Pointer.to(dst), i(n), i(in.c()), i(out.c()), i(in.d()), i(in.h()),
-          i(in.w()), i(out.d()), i(out.h()), i(out.w()), window(w), i(st.d().taps), i(st.h().taps), i(st.w().taps),
-          i(st.h().patterns()), i(st.w().patterns()), Pointer.to(t[0]), Pointer.to(t[1]), Pointer.to(t[2]),
-          Pointer.to(t[3]), Pointer.to(t[4]), Pointer.to(t[5]), Pointer.to(t[6]), Pointer.to(t[7]), Pointer.to(t[8]),
-          Pointer.to(t[9]), Pointer.to(t[10]));
-      grid = blocks((long) n * out.c() * w.outDn() * out.h() * out.w());
-    } else if (s instanceof KernelPlan.FusedTaps2 f && f.unitSteps()) {
-      params = params(Pointer.to(src), Pointer.to(dst), i(n), i(in.d()), i(in.h()), i(in.w()), i(out.d()),
-          i(out.h()), i(out.w()), window(w), i(f.base()[0]), i(f.base()[1]), i(f.base()[2]),
-          Pointer.to(tapWeights(f.stencil())));
-      bx = 16;
-      by = 16;
-      grid = ceil(out.w(), 32) * ceil(out.h(), 16);
-      gy = ceil(w.outDn(), 2);
-      gz = n;
-    } else if (s instanceof KernelPlan.FusedTaps2 f) {
-      params = params(Pointer.to(src), Pointer.to(dst), i(n), i(in.d()), i(in.h()), i(in.w()), i(out.d()),
-          i(out.h()), i(out.w()), window(w), i(f.base()[0]), i(f.step()[0]), i(f.base()[1]), i(f.step()[1]),
-          i(f.base()[2]), i(f.step()[2]), Pointer.to(tapWeights(f.stencil())));
-      bx = 16;
-      by = 16;
-      grid = ceil(out.w(), 32) * ceil(out.h(), 16);
-      gy = w.outDn();
-      gz = n;
-    } else if (s instanceof KernelPlan.PipelineTaps2 p) {
-      VolumeShape fusedOut = p.stencil().output();
-      AvgPool3dSpec a = p.pool();
-      params = params(Pointer.to(src), Pointer.to(dst), i(n), i(in.d()), i(in.h()), i(in.w()), i(fusedOut.d()),
-          i(fusedOut.h()), i(fusedOut.w()), i(out.d()), i(out.h()), i(out.w()), window(w), i(p.base()[0]), i(p.base()[1]),
-          i(p.base()[2]), i(a.kernel()), i(a.stride()), i(a.padding()), i(a.ceilMode() ? 1 : 0),
-          i(a.countIncludePad() ? 1 : 0), Pointer.to(tapWeights(p.stencil())));
-      bx = KernelPlan.PipelineTaps2.tileWidth(out.w());
-      by = THREADS / bx;
-      grid = ceil(out.w(), bx) * ceil(out.h(), by);
-      gy = ceil(w.outDn(), 2);
-      gz = n;
-      smem = KernelPlan.PipelineTaps2.smemBytes(a, out.w());
-      allowSmem(s, smem);
-    } else if (s instanceof KernelPlan.AvgK3S2P1 a) {
-      long nc = (long) n * in.c();
-      params = params(Pointer.to(src), Pointer.to(dst), Pointer.to(new long[] {nc}), i(in.d()), i(in.h()),
-          i(in.w()), i(out.d()), i(out.h()), i(out.w()), window(w), i(a.spec().countIncludePad() ? 1 : 0));
-      bx = 32;
-      by = 4;
-      long total = nc * ceil(out.h(), 8) * ceil(out.w(), 64);
-      grid = (int) Math.min(total, Integer.MAX_VALUE);
-    } else if (s instanceof KernelPlan.AvgGeneric a) {
-      long nc = (long) n * in.c();
-      AvgPool3dSpec sp = a.spec();
-      params = params(Pointer.to(src), Pointer.to(dst), Pointer.to(new long[] {nc}), i(in.d()), i(in.h()),
-          i(in.w()), i(out.d()), i(out.h()), i(out.w()), window(w), i(sp.kernel()), i(sp.stride()), i(sp.padding()),
-          i(sp.countIncludePad() ? 1 : 0));
-      grid = blocks(nc * w.outDn() * out.h() * (long) out.w());
-    } else {
-      throw new IllegalStateException("unknown step " + s);
+    int gx = g.work() > 0 ? blocks(g.work(), g.blockX()) : g.gridX();
+    if (g.sharedBytes() > 48 * 1024) {
+      allowSmem(s, g.sharedBytes());
     }
-    return new Launch(params, grid, gy, gz, bx, by, smem);
-  }
-
-  /** The {@code TapWeights<3,16>} kernel parameter: effective weights of combo 0, then the constants. */
-  static float[] tapWeights(FusedStencil st) {
-    float[] w = st.weights();
-    float[] c = st.constant();
-    int per = st.comboSize();
-    float[] p = new float[per + c.length];
-    System.arraycopy(w, 0, p, 0, per);
-    System.arraycopy(c, 0, p, per, c.length);
-    return p;
+    return new Launch(Pointer.to(ps.toArray(new Pointer[0])), gx, g.gridY(), g.gridZ(), g.blockX(), g.blockY(),
+        g.sharedBytes());
   }
 
   /** Above 48 KiB a kernel must opt in to more dynamic shared memory. */
-  private void allowSmem(KernelPlan.Step s, int bytes) {
-    if (bytes > 48 * 1024) {
+  private void allowSmem(GpuStep s, int bytes) {
+    {
       Cuda.check(cuFuncSetAttribute(device.function(s.kernel()),
           CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
           "cuFuncSetAttribute(" + s.kernel() + ", max dynamic shared memory " + bytes + ")");
     }
-  }
-
-  private static int ceil(int a, int b) {
-    return (a + b - 1) / b;
-  }
-
-  private static Pointer i(int v) {
-    return Pointer.to(new int[] {v});
   }
 
   @Override

@@ -1,7 +1,7 @@
 package io.volpool.cpu;
 
-import io.volpool.op.AvgPool3dSpec;
-import io.volpool.op.FusedOp;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
+import io.volpool.ops.fused.FusedOp;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
 import io.volpool.testing.RandomData;

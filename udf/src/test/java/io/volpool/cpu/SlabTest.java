@@ -6,7 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.PlaneSource;
 import io.volpool.format.NpyArray;
-import io.volpool.op.AvgPool3dSpec;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
+import io.volpool.ops.maxpool3d.MaxPool3dSpec;
 import io.volpool.op.Pipeline;
 import io.volpool.op.SlabPlan;
 import io.volpool.op.Stage;
@@ -145,6 +146,15 @@ public class SlabTest {
         new AvgPool3dSpec(3, 2, 1, false, true)), new VolumeShape(3, 12, 6, 6)));
     cs.add(new Case("avgpool then avgpool ceil", Pipeline.of(new AvgPool3dSpec(2, 1, 1, false, false),
         new AvgPool3dSpec(3, 2, 1, true, true)), new VolumeShape(2, 15, 5, 5)));
+    cs.add(new Case("maxpool k3 s2 p1", Pipeline.of(new MaxPool3dSpec(3, 2, 1, 1, false)), new VolumeShape(2, 17, 6, 8)));
+    cs.add(new Case("maxpool k3 s1 p1 dilation 2 ceil: a wide halo", Pipeline.of(new MaxPool3dSpec(3, 1, 1, 2, true)),
+        new VolumeShape(2, 14, 7, 6)));
+    cs.add(new Case("maxpool k2 s3 p1 dilation 2 ceil: gaps", Pipeline.of(new MaxPool3dSpec(2, 3, 1, 2, true)),
+        new VolumeShape(1, 16, 6, 7)));
+    cs.add(new Case("fused then maxpool k3 s2 p1 ceil", Pipeline.of(RandomData.fused(r, 3, 4, 3, 2, 1, 0, 2),
+        new MaxPool3dSpec(3, 2, 1, 1, true)), new VolumeShape(3, 11, 6, 6)));
+    cs.add(new Case("maxpool then avgpool", Pipeline.of(new MaxPool3dSpec(2, 1, 0, 1, false),
+        new AvgPool3dSpec(3, 2, 1, false, true)), new VolumeShape(2, 13, 5, 5)));
     return cs;
   }
 
@@ -187,8 +197,8 @@ public class SlabTest {
     VolumeShape in = new VolumeShape(1, 9, 4, 4);
     float[] x = new float[(int) in.numel()];
     // output planes [2, 4) read input planes [3, 8); give the kernel [4, 8) only
-    assertThatThrownBy(() -> new FastKernels(java.util.concurrent.ForkJoinPool.commonPool())
-        .avgPool3d(sp, in, new io.volpool.op.Slab(4, 4, 2, 2), x, 1, new float[64]))
+    assertThatThrownBy(() -> sp.runCpu(io.volpool.op.Parallel.SERIAL, in, new io.volpool.op.Slab(4, 4, 2, 2), x, 1,
+        new float[64]))
         .hasMessageContaining("outside the slab");
   }
 

@@ -6,7 +6,8 @@ import io.volpool.cpu.CpuBackend;
 import io.volpool.cpu.SlabTest;
 import io.volpool.format.NpyArray;
 import io.volpool.memory.MemoryBudget;
-import io.volpool.op.AvgPool3dSpec;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
+import io.volpool.ops.maxpool3d.MaxPool3dSpec;
 import io.volpool.op.Pipeline;
 import io.volpool.op.SlabPlan;
 import io.volpool.op.VolumeShape;
@@ -63,7 +64,13 @@ class CudaSlabTest {
         Arguments.of(new SlabTest.Case("fused then avgpool k3s3p1 ceil: one kernel", Pipeline.of(ref,
             new AvgPool3dSpec(3, 3, 1, true, false)), new VolumeShape(3, 13, 8, 12))),
         Arguments.of(new SlabTest.Case("fused then avgpool, W % 4 != 0: two kernels", Pipeline.of(ref, k3),
-            new VolumeShape(3, 11, 6, 9))));
+            new VolumeShape(3, 11, 6, 9))),
+        Arguments.of(new SlabTest.Case("maxpool k3s2p1 fast", Pipeline.of(new MaxPool3dSpec(3, 2, 1, 1, false)),
+            new VolumeShape(2, 13, 9, 68))),
+        Arguments.of(new SlabTest.Case("maxpool k3s2p1 fast ceil", Pipeline.of(new MaxPool3dSpec(3, 2, 1, 1, true)),
+            new VolumeShape(2, 12, 9, 12))),
+        Arguments.of(new SlabTest.Case("fused then maxpool k3s2p1 fast", Pipeline.of(ref, new MaxPool3dSpec(3, 2, 1, 1, false)),
+            new VolumeShape(3, 10, 8, 16))));
   }
 
   @ParameterizedTest(name = "{0}")

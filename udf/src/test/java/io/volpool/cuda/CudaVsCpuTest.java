@@ -1,8 +1,9 @@
 package io.volpool.cuda;
 
 import io.volpool.cpu.CpuBackend;
-import io.volpool.op.AvgPool3dSpec;
-import io.volpool.op.FusedOp;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
+import io.volpool.ops.maxpool3d.MaxPool3dSpec;
+import io.volpool.ops.fused.FusedOp;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
 import io.volpool.testing.Golden;
@@ -35,6 +36,7 @@ class CudaVsCpuTest {
     FusedOp big = RandomData.fused(r, 4, 3, 4, 2, 1, 1, 3);
     FusedOp ref2 = RandomData.fused(r, 3, 16, 3, 2, 1, 0, 2);
     AvgPool3dSpec k3 = new AvgPool3dSpec(3, 2, 1, false, true);
+    MaxPool3dSpec mk3 = new MaxPool3dSpec(3, 2, 1, 1, false);
     return Stream.of(
         Arguments.of("fused fast, tiny", Pipeline.of(ref), new VolumeShape(3, 2, 2, 2), 5, 2),
         Arguments.of("fused fast, odd", Pipeline.of(ref2), new VolumeShape(3, 5, 7, 33), 3, 2),
@@ -72,6 +74,16 @@ class CudaVsCpuTest {
         Arguments.of("pipeline fused kernel k3s3p1 ceil exclude", Pipeline.of(ref2, new AvgPool3dSpec(3, 3, 1, true, false)),
             new VolumeShape(3, 7, 8, 12), 3, 2),
         Arguments.of("pipeline two kernels", Pipeline.of(odd, k3), new VolumeShape(2, 6, 7, 8), 3, 2),
+        Arguments.of("maxpool fast", Pipeline.of(mk3), new VolumeShape(3, 9, 11, 68), 5, 2),
+        Arguments.of("maxpool fast ceil, even sizes", Pipeline.of(new MaxPool3dSpec(3, 2, 1, 1, true)),
+            new VolumeShape(2, 8, 10, 12), 3, 2),
+        Arguments.of("maxpool fast 1x1x4", Pipeline.of(mk3), new VolumeShape(1, 1, 1, 4), 4, 3),
+        Arguments.of("maxpool fast, wide, several tiles", Pipeline.of(mk3), new VolumeShape(2, 5, 13, 260), 2, 1),
+        Arguments.of("maxpool generic odd W", Pipeline.of(mk3), new VolumeShape(3, 7, 9, 11), 3, 2),
+        Arguments.of("maxpool generic dilation 2 ceil", Pipeline.of(new MaxPool3dSpec(3, 1, 1, 2, true)),
+            new VolumeShape(2, 9, 10, 13), 2, 1),
+        Arguments.of("maxpool generic k2 default stride", Pipeline.of(MaxPool3dSpec.of(2)), new VolumeShape(1, 6, 7, 9), 3, 2),
+        Arguments.of("fused then maxpool", Pipeline.of(ref2, mk3), new VolumeShape(3, 6, 8, 16), 3, 2),
         Arguments.of("identity", Pipeline.of(), new VolumeShape(2, 3, 4, 5), 5, 2));
   }
 

@@ -2,10 +2,10 @@ package io.volpool.cuda;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.volpool.op.AvgPool3dSpec;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
-import io.volpool.op.FusedOp;
+import io.volpool.ops.fused.FusedOp;
 import io.volpool.testing.Golden;
 import io.volpool.testing.RandomData;
 import java.util.SplittableRandom;
@@ -51,5 +51,20 @@ class KernelPlanTest {
     assertThat(KernelPlan.of(Pipeline.of(), REF).describe()).isEqualTo("copy");
     assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused(), REF_POOL), new VolumeShape(3, 16, 32, 30))
         .describe()).as("pipeline kernel needs 16-byte rows").isEqualTo("fused_taps2s1_c3_c16 -> avgpool_generic");
+  }
+
+  @Test
+  void maxPoolUsesTheOneReadKernelWhereItApplies() {
+    io.volpool.ops.maxpool3d.MaxPool3dSpec mk3 = new io.volpool.ops.maxpool3d.MaxPool3dSpec(3, 2, 1, 1, false);
+    assertThat(KernelPlan.of(Pipeline.of(mk3), new VolumeShape(32, 128, 128, 256)).describe()).isEqualTo("maxpool_k3s2p1");
+    assertThat(KernelPlan.of(Pipeline.of(new io.volpool.ops.maxpool3d.MaxPool3dSpec(3, 2, 1, 1, true)),
+        new VolumeShape(2, 8, 10, 12)).describe()).as("ceil_mode changes only the output size").isEqualTo("maxpool_k3s2p1");
+    assertThat(KernelPlan.of(Pipeline.of(mk3), new VolumeShape(3, 7, 9, 11)).describe()).isEqualTo("maxpool_generic");
+    assertThat(KernelPlan.of(Pipeline.of(new io.volpool.ops.maxpool3d.MaxPool3dSpec(3, 2, 1, 2, false)),
+        new VolumeShape(3, 9, 9, 12)).describe()).as("dilation 2").isEqualTo("maxpool_generic");
+    assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused(), mk3), new VolumeShape(3, 16, 32, 33)).describe())
+        .as("fused then maxpool: the fused kernel, then the pool").isEqualTo("fused_taps2s1_c3_c16 -> maxpool_k3s2p1");
+    assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused(), mk3), REF).describe())
+        .as("the reference fused output is 31 wide, not a multiple of 4").isEqualTo("fused_taps2s1_c3_c16 -> maxpool_generic");
   }
 }

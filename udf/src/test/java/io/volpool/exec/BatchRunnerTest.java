@@ -11,7 +11,7 @@ import io.volpool.io.VolumeInput;
 import io.volpool.io.VolumeSource;
 import io.volpool.memory.MemoryBudget;
 import io.volpool.memory.MemoryBudgetException;
-import io.volpool.op.AvgPool3dSpec;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
 import io.volpool.testing.RandomData;

@@ -3,8 +3,8 @@ package io.volpool.format;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.volpool.op.FusedModel;
-import io.volpool.op.FusedOp;
+import io.volpool.ops.fused.FusedModel;
+import io.volpool.ops.fused.FusedOp;
 import io.volpool.testing.Golden;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;

@@ -3,6 +3,11 @@ package io.volpool.op;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
+import io.volpool.ops.fused.FusedOp;
+import io.volpool.ops.fused.FusedStencil;
+import io.volpool.ops.fused.FusedWeights;
+
 import io.volpool.testing.Golden;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -5,9 +5,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.volpool.format.Npy;
 import io.volpool.format.NpyArray;
 import io.volpool.format.SafeTensors;
-import io.volpool.op.AvgPool3dSpec;
-import io.volpool.op.FusedModel;
-import io.volpool.op.FusedOp;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
+import io.volpool.ops.fused.FusedModel;
+import io.volpool.ops.fused.FusedOp;
+import io.volpool.ops.maxpool3d.MaxPool3dSpec;
 import io.volpool.op.Pipeline;
 import io.volpool.op.Stage;
 import io.volpool.op.VolumeShape;
@@ -21,7 +22,11 @@ import java.util.List;
 import java.util.OptionalInt;
 import java.util.stream.Stream;
 
-/** The PyTorch reference cases in {@code ../shared/golden}, read in place (never copied into the repo). */
+/**
+ * The PyTorch reference cases: the shared ones in {@code ../shared/golden}, read in place (never
+ * copied into the repo), and the project's own in {@code udf/src/test/resources/golden} (written by
+ * {@code scripts/golden/make-maxpool-golden.py}), in the same layout.
+ */
 public final class Golden {
   private Golden() {}
 
@@ -37,6 +42,23 @@ public final class Golden {
           + "; they live in ../shared/golden beside the checkout (set -Dvolpool.golden=DIR)");
     }
     return r.normalize();
+  }
+
+  /**
+   * The project's own cases: system property {@code volpool.golden.project}, else
+   * {@code src/test/resources/golden} of the udf module (from either module's folder).
+   */
+  public static Path projectRoot() {
+    String p = System.getProperty("volpool.golden.project");
+    List<Path> candidates = p != null ? List.of(Paths.get(p))
+        : List.of(Paths.get("..", "udf", "src", "test", "resources", "golden"), Paths.get("udf", "src", "test", "resources", "golden"));
+    for (Path r : candidates) {
+      if (Files.isDirectory(r)) {
+        return r.normalize();
+      }
+    }
+    throw new IllegalStateException("the project's golden cases were not found at " + candidates + " (from "
+        + Paths.get("").toAbsolutePath() + "); set -Dvolpool.golden.project=DIR");
   }
 
   /** One case: its parameters, input, expected output and (fused cases) model file. */
@@ -76,6 +98,21 @@ public final class Golden {
       }
     }
 
+    public JsonNode maxParams() {
+      return json.get("maxpool3d");
+    }
+
+    public MaxPool3dSpec maxPool() {
+      JsonNode a = maxParams();
+      return new MaxPool3dSpec(a.get("kernel_size").asInt(), a.get("stride").asInt(), a.get("padding").asInt(),
+          a.get("dilation").asInt(), a.get("ceil_mode").asBoolean());
+    }
+
+    /** The stage names in order: {@code op} is one name, a comma list, or {@code pipeline} (fused then avgpool3d). */
+    public List<String> stageNames() {
+      return List.of((op().equals("pipeline") ? "fused,avgpool3d" : op()).split(","));
+    }
+
     public AvgPool3dSpec avgPool() {
       JsonNode a = avgParams();
       return new AvgPool3dSpec(a.get("kernel_size").asInt(), a.get("stride").asInt(), a.get("padding").asInt(),
@@ -84,11 +121,13 @@ public final class Golden {
 
     public Pipeline pipeline() {
       List<Stage> st = new ArrayList<>();
-      if (!op().equals("avgpool3d")) {
-        st.add(fused());
-      }
-      if (!op().equals("fused")) {
-        st.add(avgPool());
+      for (String n : stageNames()) {
+        st.add(switch (n) {
+          case "fused" -> fused();
+          case "avgpool3d" -> avgPool();
+          case "maxpool3d" -> maxPool();
+          default -> throw new IllegalStateException(name + ": unknown op " + n);
+        });
       }
       return new Pipeline(st);
     }
@@ -109,8 +148,14 @@ public final class Golden {
     }
   }
 
+  /** Every case: the shared ones, then the project's own. */
   public static List<Case> cases() {
-    Path r = root();
+    List<Case> out = new ArrayList<>(casesIn(root()));
+    out.addAll(casesIn(projectRoot()));
+    return out;
+  }
+
+  private static List<Case> casesIn(Path r) {
     try (Stream<Path> s = Files.list(r)) {
       List<Case> out = new ArrayList<>();
       for (Path d : s.filter(Files::isDirectory).sorted().toList()) {

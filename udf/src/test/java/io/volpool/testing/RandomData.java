@@ -1,7 +1,7 @@
 package io.volpool.testing;
 
-import io.volpool.op.FusedOp;
-import io.volpool.op.FusedWeights;
+import io.volpool.ops.fused.FusedOp;
+import io.volpool.ops.fused.FusedWeights;
 import java.util.SplittableRandom;
 
 /** Fresh random inputs and models for tests that compare implementations (never zeros). */

@@ -18,4 +18,17 @@ class ToleranceTest {
         .hasMessageContaining("first at flat index 1");
     assertThatThrownBy(() -> Tolerance.assertClose(new float[] {1f, -2f, 3f}, ref, "short")).hasMessageContaining("3 values");
   }
+
+  @Test
+  void nonFiniteReferencesMustBeMatchedExactly() {
+    float inf = Float.POSITIVE_INFINITY;
+    float[] ref = {1f, Float.NaN, -inf, inf};
+    assertThatCode(() -> Tolerance.assertClose(new float[] {1f, Float.NaN, -inf, inf}, ref, "same")).doesNotThrowAnyException();
+    assertThatThrownBy(() -> Tolerance.assertClose(new float[] {1f, 0f, -inf, inf}, ref, "lost nan"))
+        .hasMessageContaining("first at flat index 1");
+    assertThatThrownBy(() -> Tolerance.assertClose(new float[] {1f, Float.NaN, -3.4e38f, inf}, ref, "finite for -inf"))
+        .hasMessageContaining("first at flat index 2");
+    assertThatThrownBy(() -> Tolerance.assertClose(new float[] {1f, Float.NaN, -inf, -inf}, ref, "wrong sign"))
+        .hasMessageContaining("first at flat index 3");
+  }
 }

@@ -4,7 +4,7 @@ import io.volpool.conf.ConfKey;
 import io.volpool.conf.SettingsException;
 import io.volpool.conf.VolpoolOptions;
 
-import io.volpool.op.AvgPool3dSpec;
+import io.volpool.ops.Operators;
 import io.volpool.op.VolumeShape;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -73,7 +73,16 @@ public final class JobSettings {
         values.put(k, v.trim());
       }
     });
-    Set<String> known = VolpoolOptions.ALL.stream().map(ConfKey::key).collect(Collectors.toSet());
+    Set<String> known = Operators.settings().stream().map(ConfKey::key).collect(Collectors.toSet());
+    for (ConfKey<?> k : Operators.settings()) {
+      for (String old : k.aliases()) {
+        known.add(old);
+        if (values.containsKey(old) && values.containsKey(k.key())) {
+          throw new SettingsException("both " + k.key() + " and its former name " + old + " are set (to '"
+              + values.get(k.key()) + "' and '" + values.get(old) + "'); remove " + old);
+        }
+      }
+    }
     for (String k : values.keySet()) {
       if (VolpoolOptions.RENAMED.containsKey(k)) {
         throw new SettingsException("setting " + k + " no longer exists; use " + VolpoolOptions.RENAMED.get(k));
@@ -81,7 +90,7 @@ public final class JobSettings {
       if (!known.contains(k)) {
         String near = closest(k);
         throw new SettingsException("unknown setting " + k + (near != null ? "; did you mean " + near + "?"
-            : "; known settings: " + VolpoolOptions.ALL.stream().map(ConfKey::key).sorted()
+            : "; known settings: " + Operators.settings().stream().map(ConfKey::key).sorted()
                 .collect(Collectors.joining(", "))));
       }
     }
@@ -113,8 +122,8 @@ public final class JobSettings {
   public static String closest(String key) {
     String best = null;
     int bestDistance = Integer.MAX_VALUE;
-    for (ConfKey<?> k : VolpoolOptions.ALL) {
-      if (k.key().equalsIgnoreCase(key)) {
+    for (ConfKey<?> k : Operators.settings()) {
+      if (k.key().equalsIgnoreCase(key) || k.aliases().stream().anyMatch(a -> a.equalsIgnoreCase(key))) {
         return k.key();
       }
       int d = distance(key.toLowerCase(Locale.ROOT), k.key().toLowerCase(Locale.ROOT));
@@ -155,10 +164,9 @@ public final class JobSettings {
     outputCompression();
     device();
     stageNames();
-    if (stageNames().contains("fused")) {
-      fusedWeights();
-    }
-    avgPool();
+    // every setting parses and passes its own check, in the pipeline or not; operators check their
+    // cross-parameter rules (and read their files) when the pipeline is built
+    Operators.settings().forEach(k -> k.get(values));
     batchSize();
     cpuThreads();
     gpuMemoryFraction();
@@ -248,62 +256,17 @@ public final class JobSettings {
 
   /** Stage names in order; empty for {@code identity}. */
   public List<String> stageNames() {
-    String v = raw(VolpoolOptions.PIPELINE);
-    List<String> out = new ArrayList<>();
-    for (String s : v.split(",")) {
-      String t = s.trim().toLowerCase(Locale.ROOT);
-      if (t.isEmpty()) {
-        continue;
-      }
-      if (!t.equals("fused") && !t.equals("avgpool3d") && !t.equals("identity")) {
-        throw new SettingsException(VolpoolOptions.PIPELINE.key() + " takes a comma list of fused, avgpool3d (or identity alone),"
-            + " got '" + v + "' (unknown stage '" + s.trim() + "')");
-      }
-      out.add(t);
-    }
-    if (out.isEmpty()) {
-      throw new SettingsException(VolpoolOptions.PIPELINE.key() + " is empty; use identity to copy tensors through");
-    }
-    if (out.contains("identity")) {
-      if (out.size() > 1) {
-        throw new SettingsException(VolpoolOptions.PIPELINE.key() + "=identity cannot be combined with other stages, got '"
-            + v + "'");
-      }
-      return List.of();
-    }
-    return out;
+    return Operators.stageNames(values);
   }
 
-  public String fusedWeights() {
-    String v = raw(VolpoolOptions.FUSED_WEIGHTS);
-    if (v == null) {
-      throw new SettingsException("missing setting " + VolpoolOptions.FUSED_WEIGHTS.key() + ": the pipeline '"
-          + raw(VolpoolOptions.PIPELINE) + "' has a fused stage, which needs the model's safetensors file");
-    }
-    return v;
+  /** True for the settings of {@code Volpool.transform} (no input or output). */
+  public boolean isTransform() {
+    return forTransform;
   }
 
-  public io.volpool.op.FusedModel.Params fusedParams() {
-    return new io.volpool.op.FusedModel.Params(optional(VolpoolOptions.FUSED_STRIDE),
-        optional(VolpoolOptions.FUSED_PADDING), optional(VolpoolOptions.FUSED_OUTPUT_PADDING),
-        optional(VolpoolOptions.FUSED_POOL_KERNEL));
-  }
-
-  private OptionalInt optional(ConfKey<Integer> k) {
-    Integer v = k.get(values);
-    return v == null ? OptionalInt.empty() : OptionalInt.of(v);
-  }
-
-  public AvgPool3dSpec avgPool() {
-    try {
-      return new AvgPool3dSpec(VolpoolOptions.AVGPOOL_KERNEL.get(values), VolpoolOptions.AVGPOOL_STRIDE.get(values),
-          VolpoolOptions.AVGPOOL_PADDING.get(values), VolpoolOptions.AVGPOOL_CEIL.get(values),
-          VolpoolOptions.AVGPOOL_COUNT_PAD.get(values));
-    } catch (SettingsException e) {
-      throw e;
-    } catch (IllegalArgumentException e) {
-      throw new SettingsException(VolpoolOptions.PREFIX + "avgpool3d.*: " + e.getMessage(), e);
-    }
+  /** The settings as given (for the operators, which read their own keys). */
+  public Map<String, String> values() {
+    return java.util.Collections.unmodifiableMap(values);
   }
 
   public int batchSize() {
@@ -320,7 +283,7 @@ public final class JobSettings {
   }
 
   public int npyMaxHeaderBytes() {
-    return VolpoolOptions.NPY_MAX_HEADER.get(values);
+    return Math.toIntExact(VolpoolOptions.NPY_MAX_HEADER.get(values));
   }
 
   public int resourceTimeoutSeconds() {
@@ -344,7 +307,7 @@ public final class JobSettings {
   /** Every effective {@code spark.volpool.*} value (defaults included), for the log and the summary. */
   public Map<String, String> effective() {
     Map<String, String> m = new TreeMap<>();
-    for (ConfKey<?> k : VolpoolOptions.ALL) {
+    for (ConfKey<?> k : Operators.settings()) {
       String v = raw(k);
       if (v != null) {
         m.put(k.key(), v);

@@ -21,7 +21,13 @@ class SettingsDocTest {
   @Test
   void readmeHasTheSettingsTable() throws Exception {
     assertThat(readme()).as("README.md settings table; regenerate with scripts/volpool --settings-table")
-        .contains(VolpoolOptions.markdownTable());
+        .contains(io.volpool.ops.Operators.markdownTable());
+  }
+
+  @Test
+  void readmeHasTheOperatorTable() throws Exception {
+    assertThat(readme()).as("README.md operator table; regenerate with scripts/volpool --operators-table")
+        .contains(io.volpool.ops.Operators.markdownOperators());
   }
 
   @Test
@@ -34,12 +40,13 @@ class SettingsDocTest {
   }
 
   @Test
-  void defaultsAreValidAndTyped() {
+  void defaultsAreValidAndTyped() throws Exception {
     JobSettings s = new JobSettings(Map.of("spark.volpool.input", "in", "spark.volpool.output", "out",
         "spark.volpool.pipeline", "avgpool3d"));
     assertThat(s.device()).isEqualTo("auto");
     assertThat(s.outputFormat()).isEqualTo("parquet");
-    assertThat(s.avgPool().kernel()).isEqualTo(3);
+    assertThat(io.volpool.job.VolpoolJob.pipeline(s, new org.apache.hadoop.conf.Configuration()).stages().get(0).describe())
+        .isEqualTo("avgpool3d(kernel=3, stride=2, padding=1, ceil_mode=false, count_include_pad=true)");
     assertThat(s.batchSize()).isZero();
     assertThat(s.overwrite()).isFalse();
     assertThat(s.effective()).containsEntry("spark.volpool.pipeline", "avgpool3d").containsEntry("spark.volpool.device", "auto");
@@ -51,12 +58,17 @@ class SettingsDocTest {
         "avgpool3d");
     assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.device", "tpu")))
         .hasMessage("spark.volpool.device must be one of auto, cpu, gpu, got 'tpu'");
-    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.batchSize", "-1")))
-        .hasMessage("spark.volpool.batchSize must be at least 0, got -1");
+    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.batch.size", "-1")))
+        .hasMessage("spark.volpool.batch.size must be at least 0, got -1");
     assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.avgpool3d.ceilMode", "yes")))
         .hasMessage("spark.volpool.avgpool3d.ceilMode must be true or false, got 'yes'");
-    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.avgpool3d.padding", "2")))
-        .hasMessageContaining("padding should be at most half of kernel_size");
+    assertThatThrownBy(() -> io.volpool.job.VolpoolJob.pipeline(new JobSettings(with(base, "spark.volpool.avgpool3d.padding",
+        "2")), new org.apache.hadoop.conf.Configuration()))
+        .isInstanceOf(io.volpool.conf.SettingsException.class)
+        .hasMessageContaining("spark.volpool.avgpool3d.*: avgpool3d: padding should be at most half of kernel_size");
+    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.cluster.resourceTimeout", "3 weeks")))
+        .hasMessage("spark.volpool.cluster.resourceTimeout must be a duration such as 180s, 3m or 1h (a bare number is"
+            + " seconds), got '3 weeks'");
     assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.input.tensorShape", "3,16,32")))
         .hasMessageContaining("must be four positive integers C,D,H,W, got '3,16,32'");
     assertThatThrownBy(() -> new JobSettings(Map.of("spark.volpool.output", "out")))
@@ -98,8 +110,33 @@ class SettingsDocTest {
   }
 
   @Test
+  void renamedSettingsStillWorkUnderTheirOldNames() {
+    Map<String, String> base = Map.of("spark.volpool.input", "in", "spark.volpool.output", "out");
+    JobSettings old = new JobSettings(with(with(with(base, "spark.volpool.batchSize", "7"), "spark.volpool.mode",
+        "overwrite"), "spark.volpool.input.npy.maxHeaderBytes", "4096"));
+    assertThat(old.batchSize()).isEqualTo(7);
+    assertThat(old.overwrite()).isTrue();
+    assertThat(old.npyMaxHeaderBytes()).isEqualTo(4096);
+    JobSettings renamed = new JobSettings(with(with(base, "spark.volpool.batch.size", "7"), "spark.volpool.output.mode",
+        "overwrite"));
+    assertThat(renamed.batchSize()).isEqualTo(7);
+    assertThat(renamed.overwrite()).isTrue();
+    assertThat(new JobSettings(with(base, "spark.volpool.input.npy.maxHeaderSize", "64k")).npyMaxHeaderBytes())
+        .isEqualTo(65536);
+    assertThat(new JobSettings(with(base, "spark.volpool.cluster.resourceTimeout", "3m")).resourceTimeoutSeconds())
+        .isEqualTo(180);
+    assertThat(new JobSettings(with(base, "spark.volpool.cluster.resourceTimeout", "45")).resourceTimeoutSeconds())
+        .as("a bare number is seconds, as before").isEqualTo(45);
+    assertThatThrownBy(() -> new JobSettings(with(with(base, "spark.volpool.batchSize", "7"), "spark.volpool.batch.size",
+        "8"))).hasMessage("both spark.volpool.batch.size and its former name spark.volpool.batchSize are set (to '8' and"
+            + " '7'); remove spark.volpool.batchSize");
+    assertThat(io.volpool.ops.Operators.markdownTable())
+        .contains("Formerly `spark.volpool.batchSize` (still read, with a warning).");
+  }
+
+  @Test
   void everyDeclaredDefaultPassesItsOwnCheck() {
-    for (io.volpool.conf.ConfKey<?> k : VolpoolOptions.ALL) {
+    for (io.volpool.conf.ConfKey<?> k : io.volpool.ops.Operators.settings()) {
       if (k.defaultValue() != null) {
         assertThat(k.get(Map.of())).as(k.key()).isNotNull();
       }

@@ -1,5 +1,6 @@
-package io.volpool.op;
+package io.volpool.ops.fused;
 
+import io.volpool.op.VolumeShape;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;

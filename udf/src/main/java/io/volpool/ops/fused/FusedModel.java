@@ -1,4 +1,4 @@
-package io.volpool.op;
+package io.volpool.ops.fused;
 
 import io.volpool.format.SafeTensors;
 import io.volpool.format.TensorFormatException;

@@ -1,18 +1,85 @@
-package io.volpool.cpu;
+package io.volpool.ops.fused;
 
-import io.volpool.op.AvgPool3dSpec;
-import io.volpool.op.FusedOp;
-import io.volpool.op.FusedWeights;
+import io.volpool.op.Parallel;
 import io.volpool.op.Slab;
 import io.volpool.op.VolumeShape;
 
-/**
- * Plain, single-threaded loops that follow PyTorch's definitions literally, accumulating in
- * float64: a full ConvTranspose3d scatter, then the pool. Slow; the yardstick for every other backend.
- */
-public final class ReferenceKernels implements VolumeKernels {
-  @Override
-  public void fused(FusedOp op, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
+/** fused on the CPU: the stencil kernel and the float64 reference loops. Stateless. */
+final class FusedCpu {
+  private FusedCpu() {}
+
+  /**
+   * Runs the precomputed {@link FusedStencil} (a few taps per dimension instead of a full transposed
+   * convolution), all output channels of a point accumulated together so each input value is loaded
+   * once per tap; work split over (volume, output plane).
+   */
+  static void fast(FusedOp op, Parallel par, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
+    FusedStencil st = FusedStencil.of(op, in);
+    VolumeShape out = st.output();
+    FusedStencil.Dim dd = st.d();
+    FusedStencil.Dim dh = st.h();
+    FusedStencil.Dim dw = st.w();
+    int cin = in.c();
+    int cout = out.c();
+    int td = dd.taps;
+    int th = dh.taps;
+    int tw = dw.taps;
+    int per = st.comboSize();
+    float[] wts = st.weights();
+    float[] cst = st.constant();
+    int inHW = in.h() * in.w();
+    int inPlane = slab.inDn() * inHW;
+    int outHW = out.h() * out.w();
+    int outPlane = slab.outDn() * outHW;
+    int inD0 = slab.inD0();
+    int outD0 = slab.outD0();
+    int units = slab.outDn();
+    par.forEach(n * units, unit -> {
+      int b = unit / units;
+      int od = outD0 + unit % units;
+      int xb = b * cin * inPlane;
+      int yb = b * cout * outPlane;
+      float[] acc = new float[cout];
+      int pd = dd.pattern[od];
+      int[] offD = dd.offset[pd];
+      int sd = dd.start[od] - inD0;
+      for (int oh = 0; oh < out.h(); oh++) {
+        int ph = dh.pattern[oh];
+        int[] offH = dh.offset[ph];
+        int sh = dh.start[oh];
+        for (int ow = 0; ow < out.w(); ow++) {
+          int pw = dw.pattern[ow];
+          int[] offW = dw.offset[pw];
+          int sw = dw.start[ow];
+          int wb = st.combo(pd, ph, pw) * per;
+          System.arraycopy(cst, 0, acc, 0, cout);
+          for (int ci = 0; ci < cin; ci++) {
+            int xc = xb + ci * inPlane;
+            for (int a = 0; a < td; a++) {
+              int xd = xc + (sd + offD[a]) * inHW;
+              for (int bb = 0; bb < th; bb++) {
+                int xh = xd + (sh + offH[bb]) * in.w();
+                for (int c = 0; c < tw; c++) {
+                  float v = x[xh + sw + offW[c]];
+                  int wo = wb + (((ci * td + a) * th + bb) * tw + c) * cout;
+                  for (int co = 0; co < cout; co++) {
+                    acc[co] += v * wts[wo + co];
+                  }
+                }
+              }
+            }
+          }
+          int yo = yb + (od - outD0) * outHW + oh * out.w() + ow;
+          for (int co = 0; co < cout; co++) {
+            y[yo + co * outPlane] = acc[co];
+          }
+        }
+      }
+    });
+  }
+
+  /** PyTorch's definition as plain loops in float64: a full ConvTranspose3d scatter, then the pool. */
+  static void reference(FusedOp op, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
     VolumeShape cs = op.convShape(in);
     VolumeShape out = op.outputShape(in);
     FusedWeights fw = op.weights();
@@ -80,51 +147,6 @@ public final class ReferenceKernels implements VolumeKernels {
               double avg = sum / (pk * pk * pk);
               y[yb + ((co * slab.outDn() + od) * out.h() + oh) * out.w() + ow] =
                   (float) ((avg + fw.bias()[co]) * fw.scale2());
-            }
-          }
-        }
-      }
-    }
-  }
-
-  @Override
-  public void avgPool3d(AvgPool3dSpec sp, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
-    VolumeShape out = sp.outputShape(in);
-    int k = sp.kernel();
-    int s = sp.stride();
-    int p = sp.padding();
-    long inPlane = (long) slab.inDn() * in.h() * in.w();
-    long outPlane = (long) slab.outDn() * out.h() * out.w();
-    for (int b = 0; b < n; b++) {
-      for (int c = 0; c < in.c(); c++) {
-        long xb = (b * in.c() + c) * inPlane;
-        long yb = (b * out.c() + c) * outPlane;
-        for (int od = slab.outD0(); od < slab.outD1(); od++) {
-          for (int oh = 0; oh < out.h(); oh++) {
-            for (int ow = 0; ow < out.w(); ow++) {
-              int d0 = od * s - p;
-              int h0 = oh * s - p;
-              int w0 = ow * s - p;
-              int d1 = Math.min(d0 + k, in.d() + p);
-              int h1 = Math.min(h0 + k, in.h() + p);
-              int w1 = Math.min(w0 + k, in.w() + p);
-              int poolSize = (d1 - d0) * (h1 - h0) * (w1 - w0);
-              d0 = Math.max(d0, 0);
-              h0 = Math.max(h0, 0);
-              w0 = Math.max(w0, 0);
-              d1 = Math.min(d1, in.d());
-              h1 = Math.min(h1, in.h());
-              w1 = Math.min(w1, in.w());
-              double sum = 0;
-              for (int d = d0; d < d1; d++) {
-                for (int h = h0; h < h1; h++) {
-                  for (int w = w0; w < w1; w++) {
-                    sum += x[(int) (xb + ((long) (d - slab.inD0()) * in.h() + h) * in.w() + w)];
-                  }
-                }
-              }
-              int divisor = sp.countIncludePad() ? poolSize : (d1 - d0) * (h1 - h0) * (w1 - w0);
-              y[(int) (yb + ((long) (od - slab.outD0()) * out.h() + oh) * out.w() + ow)] = (float) (sum / divisor);
             }
           }
         }

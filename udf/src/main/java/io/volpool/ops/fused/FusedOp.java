@@ -1,4 +1,12 @@
-package io.volpool.op;
+package io.volpool.ops.fused;
+
+import io.volpool.op.GpuStep;
+import io.volpool.op.Parallel;
+import io.volpool.op.PoolMath;
+import io.volpool.op.Slab;
+import io.volpool.op.Stage;
+import io.volpool.op.VolumeShape;
+import java.util.List;
 
 /**
  * The fused operator: {@code ConvTranspose3d(Cin, Cout, k, stride, padding, output_padding)} with
@@ -40,6 +48,27 @@ public record FusedOp(int stride, int padding, int outputPadding, int poolKernel
   @Override
   public String name() {
     return NAME;
+  }
+
+  @Override
+  public String describe() {
+    return String.format("fused(%d->%d, kernel=%d, stride=%d, padding=%d, output_padding=%d, pool_kernel=%d)",
+        inChannels(), outChannels(), kernel(), stride, padding, outputPadding, poolKernel);
+  }
+
+  @Override
+  public void runCpu(Parallel par, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
+    FusedCpu.fast(this, par, in, slab, x, n, y);
+  }
+
+  @Override
+  public void runReference(VolumeShape in, Slab slab, float[] x, int n, float[] y) {
+    FusedCpu.reference(this, in, slab, x, n, y);
+  }
+
+  @Override
+  public GpuStep gpu(List<Stage> stages, List<VolumeShape> shapes, int i, boolean fuseStages) {
+    return FusedGpu.step(this, stages, shapes, i, fuseStages);
   }
 
   /** The ConvTranspose3d output shape, before pooling. */

@@ -1,0 +1,19 @@
+package io.volpool.op;
+
+import io.volpool.conf.ConfKey;
+import java.io.IOException;
+import java.util.Map;
+
+/** What an {@link Operator} reads its stage from: the job's settings and the files they name. */
+public interface OperatorInputs {
+  /** The {@code spark.volpool.*} settings as set (read them through their {@link ConfKey}). */
+  Map<String, String> values();
+
+  /**
+   * The bytes of the file setting {@code key} names, on the job's filesystem; recorded in the
+   * output's provenance as {@code volpool.<role>} (its path) and {@code volpool.<role>.sha256}.
+   *
+   * @throws io.volpool.conf.SettingsException when the setting is missing, the file is absent or a folder
+   */
+  byte[] readFile(ConfKey<String> key, String role, String why) throws IOException;
+}

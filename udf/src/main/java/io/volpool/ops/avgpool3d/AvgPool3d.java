@@ -1,0 +1,66 @@
+package io.volpool.ops.avgpool3d;
+
+import io.volpool.conf.ConfKey;
+import io.volpool.conf.SettingsException;
+import io.volpool.conf.VolpoolOptions;
+import io.volpool.op.Operator;
+import io.volpool.op.OperatorInputs;
+import io.volpool.op.SqlFunction;
+import io.volpool.op.Stage;
+import java.util.List;
+
+/** The avgpool3d operator: its settings, its SQL functions, and how they become an {@link AvgPool3dSpec}. */
+public final class AvgPool3d implements Operator {
+  public static final AvgPool3d OPERATOR = new AvgPool3d();
+
+  private static final String P = VolpoolOptions.PREFIX + AvgPool3dSpec.NAME + ".";
+  public static final ConfKey<Integer> KERNEL = ConfKey.integer(P + "kernelSize", "3", 1, Integer.MAX_VALUE,
+      "AvgPool3d kernel_size.");
+  public static final ConfKey<Integer> STRIDE = ConfKey.integer(P + "stride", "2", 1, Integer.MAX_VALUE,
+      "AvgPool3d stride.");
+  public static final ConfKey<Integer> PADDING = ConfKey.integer(P + "padding", "1", 0, Integer.MAX_VALUE,
+      "AvgPool3d padding (at most half the kernel).");
+  public static final ConfKey<Boolean> CEIL = ConfKey.bool(P + "ceilMode", "false", "AvgPool3d ceil_mode.");
+  public static final ConfKey<Boolean> COUNT_PAD = ConfKey.bool(P + "countIncludePad", "true",
+      "AvgPool3d count_include_pad.");
+
+  private AvgPool3d() {}
+
+  @Override
+  public String name() {
+    return AvgPool3dSpec.NAME;
+  }
+
+  @Override
+  public String summary() {
+    return "`torch.nn.AvgPool3d(kernel_size, stride, padding, ceil_mode, count_include_pad)`, the same value in D, H and W.";
+  }
+
+  @Override
+  public List<ConfKey<?>> settings() {
+    return List.of(KERNEL, STRIDE, PADDING, CEIL, COUNT_PAD);
+  }
+
+  @Override
+  public Stage fromSettings(OperatorInputs in) {
+    try {
+      return new AvgPool3dSpec(KERNEL.get(in.values()), STRIDE.get(in.values()), PADDING.get(in.values()),
+          CEIL.get(in.values()), COUNT_PAD.get(in.values()));
+    } catch (SettingsException e) {
+      throw e;
+    } catch (IllegalArgumentException e) {
+      throw new SettingsException(P + "*: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public List<SqlFunction> sqlFunctions() {
+    return List.of(
+        new SqlFunction("volpool_avgpool3d", List.of("kernel", "stride", "padding"),
+            "AvgPool3d with ceil_mode false and count_include_pad true.",
+            a -> new AvgPool3dSpec(a.intArg(0), a.intArg(1), a.intArg(2), false, true)),
+        new SqlFunction("volpool_avgpool3d_full", List.of("kernel", "stride", "padding", "ceil_mode", "count_include_pad"),
+            "AvgPool3d with every parameter.",
+            a -> new AvgPool3dSpec(a.intArg(0), a.intArg(1), a.intArg(2), a.boolArg(3), a.boolArg(4))));
+  }
+}

@@ -1,0 +1,73 @@
+package io.volpool.ops.maxpool3d;
+
+import static io.volpool.op.GpuLaunch.args;
+import static io.volpool.op.GpuLaunch.ceil;
+import static io.volpool.op.GpuLaunch.dst;
+import static io.volpool.op.GpuLaunch.i32;
+import static io.volpool.op.GpuLaunch.i64;
+import static io.volpool.op.GpuLaunch.src;
+import static io.volpool.op.GpuLaunch.window;
+
+import io.volpool.op.GpuLaunch;
+import io.volpool.op.GpuStep;
+import io.volpool.op.Slab;
+import io.volpool.op.VolumeShape;
+
+/**
+ * maxpool3d's CUDA kernels ({@code maxpool_generic}, and {@code maxpool_k3s2p1}: avgpool3d's
+ * one-read kernel instantiated with PyTorch's max instead of a sum) and their launches.
+ */
+final class MaxPool3dGpu {
+  private MaxPool3dGpu() {}
+
+  static GpuStep step(MaxPool3dSpec spec, int i, VolumeShape in, VolumeShape out) {
+    return k3s2p1(spec, in) ? new K3S2P1(i, in, out) : new Generic(i, spec, in, out);
+  }
+
+  /** Kernel 3, stride 2, padding 1, dilation 1 (any ceil_mode) and W a multiple of 4 (16-byte rows). */
+  static boolean k3s2p1(MaxPool3dSpec spec, VolumeShape in) {
+    return spec.kernel() == 3 && spec.stride() == 2 && spec.padding() == 1 && spec.dilation() == 1 && in.w() % 4 == 0;
+  }
+
+  /** Any parameters: one thread per output element. */
+  record Generic(int src, MaxPool3dSpec spec, VolumeShape in, VolumeShape out) implements GpuStep {
+    @Override
+    public String kernel() {
+      return "maxpool_generic";
+    }
+
+    @Override
+    public int dst() {
+      return src + 1;
+    }
+
+    @Override
+    public GpuLaunch launch(int n, Slab w) {
+      long nc = (long) n * in.c();
+      return GpuLaunch.gridStride(args(src(), dst(), i64(nc), i32(in.d()), i32(in.h()), i32(in.w()), i32(out.d()),
+          i32(out.h()), i32(out.w()), window(w), i32(spec.kernel()), i32(spec.stride()), i32(spec.padding()),
+          i32(spec.dilation())), nc * w.outDn() * out.h() * (long) out.w(), 256);
+    }
+  }
+
+  /** The k3s2p1 fast path: blocks of (32, 4) threads, each covering 2 x 2 outputs and marching along D. */
+  record K3S2P1(int src, VolumeShape in, VolumeShape out) implements GpuStep {
+    @Override
+    public String kernel() {
+      return "maxpool_k3s2p1";
+    }
+
+    @Override
+    public int dst() {
+      return src + 1;
+    }
+
+    @Override
+    public GpuLaunch launch(int n, Slab w) {
+      long nc = (long) n * in.c();
+      long total = nc * ceil(out.h(), 8) * ceil(out.w(), 64);
+      return GpuLaunch.grid(args(src(), dst(), i64(nc), i32(in.d()), i32(in.h()), i32(in.w()), i32(out.d()),
+          i32(out.h()), i32(out.w()), window(w)), (int) Math.min(total, Integer.MAX_VALUE), 1, 1, 32, 4, 0);
+    }
+  }
+}
