@@ -4,8 +4,8 @@
 # and CPU benchmarks beside PyTorch's anchors), e2e (the whole job on 8192 sample volumes, GPU and
 # CPU), datapath (the host loop, then scripts/bench-datapath.sh: the job beside Spark's own copy and
 # the bare page reader on /dev/shm), multigpu (scripts/bench-multigpu.sh: one GPU against two, as two
-# standalone workers and as one executor), profile (Nsight Compute on the fast kernels), all (tests +
-# bench). Logs go to $OUT.
+# standalone workers and as one executor), maxpool (maxpool3d's kernels beside PyTorch's), profile
+# (Nsight Compute on the fast kernels), all (tests + bench). Logs go to $OUT.
 set -uo pipefail
 what=${1:-all}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -17,14 +17,14 @@ OPENS=$JAVA_OPENS
 CPALL="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; nproc; date -u; } | tee "$OUT/machine.txt"
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  "$J" -Xmx8g -Dvolpool.golden="$GOLDEN" -jar "$LIB"/junit-platform-console-standalone-*.jar execute \
+  "$J" -Xmx8g -Dvolpool.golden="$GOLDEN" -Dvolpool.golden.project="${PROJECT_GOLDEN:-udf/src/test/resources/golden}" -jar "$LIB"/junit-platform-console-standalone-*.jar execute \
     --class-path "$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')" \
     --scan-class-path "$(ls "$LIB"/volpool-udf-*-tests.jar)" --details=summary --disable-banner \
     --reports-dir "${JUNIT_REPORTS:-/tmp/junit}" 2>&1 | tee "$OUT/gpu-tests.log" | grep -vE '^\s+at ' | tail -60
 fi
 if [ "$what" = jobtests ]; then
   # the launcher on the class path itself (not -jar), so tests that start a child JVM can pass java.class.path on
-  "$J" -Xmx10g $OPENS -Dvolpool.golden="$GOLDEN" -Dvolpool.test.device=gpu -Dvolpool.test.opens="$OPENS" \
+  "$J" -Xmx10g $OPENS -Dvolpool.golden="$GOLDEN" -Dvolpool.golden.project="${PROJECT_GOLDEN:-udf/src/test/resources/golden}" -Dvolpool.test.device=gpu -Dvolpool.test.opens="$OPENS" \
     -cp "$CPALL$(ls "$LIB"/junit-platform-console-standalone-*.jar)" org.junit.platform.console.ConsoleLauncher \
     execute ${JOB_TEST_CLASSES:---scan-class-path $(ls "$LIB"/volpool-job-*-tests.jar)} --details=summary \
     --disable-banner --reports-dir "${JUNIT_REPORTS:-/tmp/junit-job}" 2>&1 | tee "$OUT/gpu-job-tests.log" | grep -vE '^\s+at ' | tail -40
@@ -42,7 +42,7 @@ if [ "$what" = e2e ]; then
     dev=${run%%:*}; pipe=${run#*:}
     "$J" -Xmx48g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.VolpoolMain \
       --master 'local[16]' --conf spark.volpool.input=/tmp/vols --conf spark.volpool.output=/tmp/out-$dev \
-      --conf spark.volpool.device=$dev --conf spark.volpool.pipeline=$pipe --conf spark.volpool.mode=overwrite \
+      --conf spark.volpool.device=$dev --conf spark.volpool.pipeline=$pipe --conf spark.volpool.output.mode=overwrite \
       --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors --conf spark.ui.enabled=false \
       --conf spark.sql.files.maxPartitionBytes=134217728 2>&1 | tee -a "$OUT/e2e.log" | grep -E "summary|backend|pipeline  |volumes  |wall|throughput|FAILED|WARN"
   done
@@ -56,6 +56,14 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   done
   [ -n "${SKIP_TORCH:-}" ] || "$J" -Xmx8g -cp "$CP" io.volpool.bench.CpuBench conf/models/fused_seed.safetensors 1,16 2>&1 | tee "$OUT/cpu-bench.log"
   [ -n "${SKIP_TORCH:-}" ] || PYTHONUNBUFFERED=1 python3 .stage/torch_anchors.py --json "$OUT/torch-anchors.json" 2>&1 | tee "$OUT/torch-anchors.log"
+fi
+if [ "$what" = maxpool ]; then
+  # maxpool3d's kernels beside PyTorch's max_pool3d, in one call (docs/benchmarks.md "MaxPool3d")
+  CP="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
+  "$J" -Xmx24g -cp "$CP" io.volpool.bench.GpuBench conf/models/fused_seed.safetensors --only copy,maxpool,fused_maxpool,avgpool \
+    --json "$OUT/gpu-bench-maxpool.json" 2>&1 | tee "$OUT/gpu-bench-maxpool.log"
+  PYTHONUNBUFFERED=1 python3 scripts/torch-maxpool-anchor.py --anchors .stage/torch_anchors.py \
+    --json "$OUT/torch-maxpool.json" 2>&1 | tee "$OUT/torch-maxpool.log"
 fi
 if [ "$what" = profile ]; then
   # one launch of each fast kernel under Nsight Compute (clocks left alone), for the numbers behind docs/benchmarks.md

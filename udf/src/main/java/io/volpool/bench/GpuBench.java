@@ -27,9 +27,9 @@ import io.volpool.cuda.CudaBackend;
 import io.volpool.cuda.KernelPlan;
 import io.volpool.cuda.KernelRunner;
 import io.volpool.format.SafeTensors;
-import io.volpool.op.AvgPool3dSpec;
-import io.volpool.op.FusedModel;
-import io.volpool.op.FusedOp;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
+import io.volpool.ops.fused.FusedModel;
+import io.volpool.ops.fused.FusedOp;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
 import java.nio.ByteBuffer;
@@ -63,6 +63,8 @@ import jcuda.driver.CUstream_flags;
 public final class GpuBench {
   private static final VolumeShape REF = new VolumeShape(3, 16, 32, 32);
   private static final AvgPool3dSpec POOL = new AvgPool3dSpec(3, 2, 1, false, true);
+  private static final io.volpool.ops.maxpool3d.MaxPool3dSpec MAX_POOL = new io.volpool.ops.maxpool3d.MaxPool3dSpec(3, 2, 1,
+      1, false);
 
   private final CudaBackend gpu;
   private final CUstream stream = new CUstream();
@@ -111,6 +113,12 @@ public final class GpuBench {
       }
       if (run.contains("avgpool")) {
         b.kernel("avgpool", KernelPlan.of(Pipeline.of(POOL), new VolumeShape(32, 128, 128, 256)), 16, bw);
+      }
+      if (run.contains("maxpool")) {
+        b.kernel("maxpool", KernelPlan.of(Pipeline.of(MAX_POOL), new VolumeShape(32, 128, 128, 256)), 16, bw);
+      }
+      if (run.contains("fused_maxpool")) {
+        b.kernel("fused_maxpool", KernelPlan.of(Pipeline.of(fused, MAX_POOL), REF), batch, bw);
       }
       if (run.contains("host")) {
         b.hostLoop(Pipeline.of(fused, POOL), 256, false);
