@@ -30,9 +30,9 @@ public record GpuLaunch(List<Arg> args, long work, int gridX, int gridY, int gri
     java.util.ArrayList<Arg> out = new java.util.ArrayList<>();
     for (Object o : parts) {
       if (o instanceof List<?> l) {
-        l.forEach(a -> out.add((Arg) a));
+        l.forEach(a -> out.add(arg(a)));
       } else {
-        out.add((Arg) o);
+        out.add(arg(o));
       }
     }
     return out;
@@ -65,11 +65,13 @@ public record GpuLaunch(List<Arg> args, long work, int gridX, int gridY, int gri
     }
   }
 
-  public static Arg src() {
+  /** The step's input buffer (named apart from {@link GpuStep#src()}, the buffer's index). */
+  public static Arg inputBuffer() {
     return new Arg.Src();
   }
 
-  public static Arg dst() {
+  /** The step's output buffer. */
+  public static Arg outputBuffer() {
     return new Arg.Dst();
   }
 
@@ -79,6 +81,14 @@ public record GpuLaunch(List<Arg> args, long work, int gridX, int gridY, int gri
 
   public static Arg i64(long v) {
     return new Arg.I64(v);
+  }
+
+  private static Arg arg(Object o) {
+    if (o instanceof Arg a) {
+      return a;
+    }
+    throw new IllegalArgumentException("a kernel argument must be a GpuLaunch.Arg (i32(...), inputBuffer(), ...), got "
+        + (o == null ? "null" : o + " (" + o.getClass().getSimpleName() + ")"));
   }
 
   /** The window arguments every kernel takes after its shapes: inD0, inDn, outD0, outDn. */

@@ -67,4 +67,63 @@ class KernelPlanTest {
     assertThat(KernelPlan.of(Pipeline.of(Golden.get("fused_seed").fused(), mk3), REF).describe())
         .as("the reference fused output is 31 wide, not a multiple of 4").isEqualTo("fused_taps2s1_c3_c16 -> maxpool_generic");
   }
+
+  /** Each kernel's parameter count in volpool.cu (commas inside template brackets do not count). */
+  static java.util.Map<String, Integer> kernelParameters() throws Exception {
+    String cu;
+    try (var in = KernelPlanTest.class.getResourceAsStream("/kernels/volpool.cu")) {
+      cu = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+    }
+    java.util.Map<String, Integer> out = new java.util.HashMap<>();
+    var m = java.util.regex.Pattern.compile("extern \"C\" __global__ void (?:__launch_bounds__\\([^)]*\\) )?(\\w+)\\(([^)]*)\\)")
+        .matcher(cu);
+    while (m.find()) {
+      int depth = 0;
+      int params = 1;
+      for (char ch : m.group(2).toCharArray()) {
+        depth += ch == '<' ? 1 : ch == '>' ? -1 : 0;
+        params += ch == ',' && depth == 0 ? 1 : 0;
+      }
+      out.put(m.group(1), params);
+    }
+    return out;
+  }
+
+  /**
+   * Every step of every plan, launched on paper: its arguments start with the input and output
+   * buffers, are as many as its kernel declares in volpool.cu, and its grid is positive.
+   */
+  @Test
+  void everyLaunchMatchesItsKernelsSignature() throws Exception {
+    java.util.Map<String, Integer> declared = kernelParameters();
+    assertThat(declared).containsKeys("fused_generic", "avgpool_k3s2p1", "maxpool_k3s2p1", "maxpool_generic",
+        "pipeline_taps2_c3_c16");
+    FusedOp ref = Golden.get("fused_seed").fused();
+    FusedOp k1 = RandomData.fused(new SplittableRandom(1), 3, 16, 1, 1, 0, 0, 2);
+    io.volpool.ops.maxpool3d.MaxPool3dSpec mk3 = new io.volpool.ops.maxpool3d.MaxPool3dSpec(3, 2, 1, 1, false);
+    java.util.List<KernelPlan> plans = java.util.List.of(
+        KernelPlan.of(Pipeline.of(ref, REF_POOL), REF),
+        KernelPlan.of(Pipeline.of(ref), REF),
+        KernelPlan.of(Pipeline.of(k1), new VolumeShape(3, 6, 8, 10)),
+        KernelPlan.of(Pipeline.of(Golden.get("fused_k4s2p1").fused()), new VolumeShape(4, 6, 5, 7)),
+        KernelPlan.of(Pipeline.of(REF_POOL), new VolumeShape(3, 7, 9, 12)),
+        KernelPlan.of(Pipeline.of(REF_POOL), new VolumeShape(3, 7, 9, 11)),
+        KernelPlan.of(Pipeline.of(mk3), new VolumeShape(3, 7, 9, 12)),
+        KernelPlan.of(Pipeline.of(new io.volpool.ops.maxpool3d.MaxPool3dSpec(2, 1, 1, 2, true)), new VolumeShape(3, 7, 9, 11)));
+    java.util.Set<String> seen = new java.util.TreeSet<>();
+    for (KernelPlan p : plans) {
+      for (io.volpool.op.GpuStep st : p.steps()) {
+        io.volpool.op.Slab[] w = p.wholeSlabs();
+        io.volpool.op.GpuLaunch l = st.launch(3, new io.volpool.op.Slab(w[st.src()].inD0(), w[st.src()].inDn(),
+            w[st.dst() - 1].outD0(), w[st.dst() - 1].outDn()));
+        assertThat(l.args().get(0)).as(st.kernel() + " argument 0").isInstanceOf(io.volpool.op.GpuLaunch.Arg.Src.class);
+        assertThat(l.args().get(1)).as(st.kernel() + " argument 1").isInstanceOf(io.volpool.op.GpuLaunch.Arg.Dst.class);
+        assertThat(l.args()).as(st.kernel() + "'s arguments against volpool.cu").hasSize(declared.get(st.kernel()));
+        assertThat(l.work() > 0 || l.gridX() > 0).as(st.kernel() + " grid").isTrue();
+        assertThat(l.gridY() * l.gridZ() * l.blockX() * l.blockY()).as(st.kernel() + " grid").isPositive();
+        seen.add(st.kernel());
+      }
+    }
+    assertThat(seen).containsExactlyInAnyOrderElementsOf(declared.keySet());
+  }
 }
