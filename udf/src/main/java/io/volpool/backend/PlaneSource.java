@@ -31,6 +31,22 @@ public interface PlaneSource extends AutoCloseable {
     read(d0, d1, dst.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN).asFloatBuffer(), at, channelStride);
   }
 
+  /**
+   * Whether {@link #readChannels} may run for disjoint channel ranges on several threads at once
+   * (a local file read by position): then a slab window is read by several threads.
+   */
+  default boolean concurrentChannels() {
+    return false;
+  }
+
+  /**
+   * {@link #read(int, int, java.nio.ByteBuffer, int, int)} for channels {@code [c0, c1)} only; for
+   * sources whose {@link #concurrentChannels()} is true.
+   */
+  default void readChannels(int c0, int c1, int d0, int d1, java.nio.ByteBuffer dst, int at, int channelStride) {
+    throw new UnsupportedOperationException(record() + ": this source reads every channel at once");
+  }
+
   @Override
   void close();
 }

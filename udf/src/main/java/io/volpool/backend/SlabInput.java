@@ -31,6 +31,12 @@ public final class SlabInput implements AutoCloseable {
   private Future<?> pending;
   private int pendingFrom = -1;
   private final PhaseTimes fillTimes = new PhaseTimes();
+  /**
+   * Threads that read one window where the source reads channels concurrently into pinned memory: one
+   * thread reads a local file into pinned memory at about 3.6 GB/s on the H200 machine, a slab step
+   * waits for its window, and few slab runs fit a small budget, so each run reads with several.
+   */
+  static final int READ_THREADS = 4;
 
   /**
    * Reads into windows {@code a} and {@code b}, each of at least {@link #floats(SlabPlan, int)} floats
@@ -113,30 +119,65 @@ public final class SlabInput implements AutoCloseable {
     int[] w = plan.inputPlanes(from, Math.min(plan.output().d(), from + t));
     int a = w[0];
     int b = w[1];
+    int c = plan.input().c();
+    long r0 = System.nanoTime();
+    int parts = spareBytes != null && src.concurrentChannels() ? Math.min(c, READ_THREADS) : 1;
+    if (parts == 1) {
+      fillChannels(0, c, a, b, false);
+    } else {
+      // channels split among threads: each copies its channels' halo and reads their new planes
+      java.util.List<Future<?>> others = new java.util.ArrayList<>();
+      for (int p = 1; p < parts; p++) {
+        int c0 = p * c / parts;
+        int c1 = (p + 1) * c / parts;
+        others.add(reader.submit(() -> fillChannels(c0, c1, a, b, true)));
+      }
+      RuntimeException first = null;
+      try {
+        fillChannels(0, c / parts, a, b, true);
+      } catch (RuntimeException e) {
+        first = e;
+      }
+      for (Future<?> f : others) {
+        try {
+          get(f);
+        } catch (RuntimeException e) {
+          first = first == null ? e : first;
+        }
+      }
+      if (first != null) {
+        throw first;
+      }
+    }
+    if (Math.max(heldHi, a) < b) {
+      into.add(Phase.READ, System.nanoTime() - r0);
+    }
+  }
+
+  /** Channels {@code [c0, c1)} of the window {@code [a, b)}: the halo copied from {@code cur}, the rest read. */
+  private void fillChannels(int c0, int c1, int a, int b, boolean byChannels) {
     int stride = (b - a) * hw;
     int keepLo = Math.max(a, heldLo);
     if (keepLo < heldHi) {
-      for (int c = 0; c < plan.input().c(); c++) {
+      for (int c = c0; c < c1; c++) {
         spare.put(c * stride + (keepLo - a) * hw, cur, c * (heldHi - heldLo) * hw + (keepLo - heldLo) * hw,
             (heldHi - keepLo) * hw);
       }
     }
     int read = Math.max(heldHi, a);
     if (read < b) {
-      long r0 = System.nanoTime();
-      if (spareBytes != null) {
+      if (byChannels) {
+        src.readChannels(c0, c1, read, b, spareBytes, (read - a) * hw, stride);
+      } else if (spareBytes != null) {
         src.read(read, b, spareBytes, (read - a) * hw, stride);
       } else {
         src.read(read, b, spare, (read - a) * hw, stride);
       }
-      into.add(Phase.READ, System.nanoTime() - r0);
     }
   }
 
-  private void await() {
-    Future<?> f = pending;
-    pending = null;
-    pendingFrom = -1;
+  /** Waits for {@code f}, rethrowing what it threw. */
+  private void get(Future<?> f) {
     try {
       f.get();
     } catch (InterruptedException e) {
@@ -150,6 +191,15 @@ public final class SlabInput implements AutoCloseable {
         throw er;
       }
       throw new IllegalStateException(e.getCause());
+    }
+  }
+
+  private void await() {
+    Future<?> f = pending;
+    pending = null;
+    pendingFrom = -1;
+    try {
+      get(f);
     } finally {
       fillTimes.moveTo(times);
     }

@@ -77,6 +77,27 @@ public abstract class ByteSource implements Closeable {
     }
   }
 
+  /** Whether {@link #readFullyAt} may run on several threads at once (a local file's channel reads by position). */
+  public boolean concurrentReads() {
+    return false;
+  }
+
+  /**
+   * Reads {@code dst.remaining()} bytes at absolute position {@code at} into {@code dst}, leaving
+   * this source's position alone; safe on several threads at once where {@link #concurrentReads()}.
+   */
+  public void readFullyAt(long at, ByteBuffer dst) throws IOException {
+    synchronized (this) {
+      long p = pos;
+      seek(at);
+      try {
+        readFully(dst);
+      } finally {
+        pos = p;
+      }
+    }
+  }
+
   /** A reusable heap chunk of {@link #CHUNK} bytes (a multiple of 4: whole floats). */
   public byte[] chunk() {
     if (chunk == null) {
@@ -167,6 +188,28 @@ public abstract class ByteSource implements Closeable {
     @Override
     public long length() throws IOException {
       return ch.size();
+    }
+
+    @Override
+    public boolean concurrentReads() {
+      return true;
+    }
+
+    @Override
+    public void readFullyAt(long at, ByteBuffer dst) throws IOException {
+      if (!dst.isDirect()) {
+        super.readFullyAt(at, dst);
+        return;
+      }
+      int len = dst.remaining();
+      long p = at;
+      while (dst.hasRemaining()) {
+        int n = ch.read(dst, p);
+        if (n < 0) {
+          throw eof(at, len);
+        }
+        p += n;
+      }
     }
 
     @Override

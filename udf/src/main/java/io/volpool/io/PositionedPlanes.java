@@ -63,6 +63,26 @@ final class PositionedPlanes implements PlaneSource {
   }
 
   @Override
+  public boolean concurrentChannels() {
+    return src.concurrentReads();
+  }
+
+  @Override
+  public void readChannels(int c0, int c1, int d0, int d1, ByteBuffer dst, int at, int channelStride) {
+    long hw = (long) shape.h() * shape.w();
+    try {
+      for (int c = c0; c < c1; c++) {
+        int from = (c * channelStride + at) * Float.BYTES;
+        src.readFullyAt(start + (c * shape.plane() + d0 * hw) * Float.BYTES,
+            dst.slice(from, (int) ((d1 - d0) * hw * Float.BYTES)));
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("reading planes [" + d0 + ", " + d1 + ") of channels [" + c0 + ", " + c1 + ") of "
+          + record + " from " + src.name() + ": " + e.getMessage(), e);
+    }
+  }
+
+  @Override
   public void read(int d0, int d1, ByteBuffer dst, int at, int channelStride) {
     long hw = (long) shape.h() * shape.w();
     try {
