@@ -14,7 +14,11 @@ public interface SlabRun extends AutoCloseable {
   /** Host bytes the run holds from the memory budget. */
   long bytes();
 
-  /** Runs the next slab; false once every output plane has been handed over. */
+  /**
+   * Runs the next slab; false once every output plane has been handed over. A backend may hand a
+   * slab's output to the sink during the next call (while its device runs the next slab), so callers
+   * call until false; the sink sees every slab, in order, before then.
+   */
   boolean step();
 
   /** Gives the buffers back; safe to call twice, also after a failure. */

@@ -27,9 +27,11 @@ import java.util.concurrent.ExecutorService;
  * halos as the CPU, run by the same kernels as whole volumes, told their window. {@link SlabInput}
  * reads each slab's input window straight into one of two pinned windows (the next slab's while the
  * GPU runs this one); each step copies its window to the device, launches the plan's kernels on it
- * and copies the slab's output planes back into pinned memory, which the sink reads. Holds one device
- * slot (a window per used buffer) and one pinned block (two input windows and the output planes),
- * never the volume and nothing on the heap. Driven by one task thread.
+ * and copies the slab's output planes back into one of two pinned output regions; while the GPU runs
+ * a slab, the task thread hands the previous slab's output to the sink, so writing the output, the
+ * GPU's work and reading the next window overlap. Holds one device slot (a window per used buffer)
+ * and one pinned block (two input windows, two output regions), never the volume and nothing on the
+ * heap. Driven by one task thread.
  */
 final class CudaSlabRun implements SlabRun {
   private static final int NAN_BITS = Float.floatToRawIntBits(Float.NaN);
@@ -51,8 +53,14 @@ final class CudaSlabRun implements SlabRun {
   private SlabInput input;
   private FloatBuffer windowA;
   private FloatBuffer windowB;
-  private FloatBuffer out;
+  private final long outRegionBytes;
+  private FloatBuffer[] outs;
   private int o0;
+  private int slabsDone;
+  /** The slab whose output waits in its region for the sink: output planes [pendingO0, pendingO1), or none. */
+  private int pendingO0 = -1;
+  private int pendingO1;
+  private int pendingRegion;
   private boolean closed;
 
   /** Device buffer sizes of a slab run: buffer i holds stage i's widest input window, the last the output planes. */
@@ -67,9 +75,9 @@ final class CudaSlabRun implements SlabRun {
     return sizes;
   }
 
-  /** Pinned bytes: two input windows (one read ahead) and the output planes of one slab. */
+  /** Pinned bytes: two input windows (one read ahead) and two regions of one slab's output planes (one being written out). */
   private static long pinnedBytes(SlabPlan sp, int t) {
-    return (2 * SlabInput.floats(sp, t) + Slab.floats(sp.output(), t)) * Float.BYTES;
+    return (2 * SlabInput.floats(sp, t) + 2 * Slab.floats(sp.output(), t)) * Float.BYTES;
   }
 
   /** Host bytes from the memory budget: the pinned block. */
@@ -89,6 +97,7 @@ final class CudaSlabRun implements SlabRun {
     this.t = Math.max(1, Math.min(planes, plan.output().d()));
     this.bytes = pinnedBytes(plan, t);
     this.inWindowBytes = SlabInput.floats(plan, t) * Float.BYTES;
+    this.outRegionBytes = Slab.floats(plan.output(), t) * Float.BYTES;
     this.hostKey = new CudaBackend.PinnedKey(device.ordinal, pinnedBytes(plan, t));
     this.slotKey = new DeviceSlot.Key(List.copyOf(deviceSizes(kernels, plan, t)));
     String what = "GPU slabs of " + t + " output planes of volume " + src.record() + " " + plan.input() + " through "
@@ -102,7 +111,8 @@ final class CudaSlabRun implements SlabRun {
       host = pinned.take(hostKey, true, () -> what + " (pinned windows)");
       windowA = floats(0, inWindowBytes);
       windowB = floats(inWindowBytes, inWindowBytes);
-      out = floats(2 * inWindowBytes, bytes - 2 * inWindowBytes);
+      outs = new FloatBuffer[] {floats(2 * inWindowBytes, outRegionBytes), floats(2 * inWindowBytes + outRegionBytes,
+          outRegionBytes)};
       input = new SlabInput(plan, t, src, times, reader, windowA, windowB, bytes(0, inWindowBytes),
           bytes(inWindowBytes, inWindowBytes));
     } catch (RuntimeException | Error e) {
@@ -138,6 +148,7 @@ final class CudaSlabRun implements SlabRun {
   public boolean step() {
     int od = plan.output().d();
     if (o0 >= od) {
+      handOver();
       return false;
     }
     int o1 = Math.min(od, o0 + t);
@@ -163,9 +174,13 @@ final class CudaSlabRun implements SlabRun {
     Slab[] slabs = plan.slabs(o0, o1);
     s.runner(kernels).launch(s.stream, s.buffers, 1, slabs);
     Cuda.check(cuEventRecord(s.events[2], s.stream), "cuEventRecord");
-    Cuda.check(cuMemcpyDtoHAsync(host.pointer().withByteOffset(2 * inWindowBytes), s.buffers[kernels.outputBuffer()],
-        (long) outFloats * Float.BYTES, s.stream), "cuMemcpyDtoHAsync(" + CudaExecutor.mib((long) outFloats * 4) + " slab output)");
+    int region = slabsDone % 2;
+    Cuda.check(cuMemcpyDtoHAsync(host.pointer().withByteOffset(2 * inWindowBytes + region * outRegionBytes),
+        s.buffers[kernels.outputBuffer()], (long) outFloats * Float.BYTES, s.stream),
+        "cuMemcpyDtoHAsync(" + CudaExecutor.mib((long) outFloats * 4) + " slab output)");
     Cuda.check(cuEventRecord(s.events[3], s.stream), "cuEventRecord");
+    // the last slab's output, in the other region, goes to the sink while the GPU runs this one
+    handOver();
     long w0 = System.nanoTime();
     Cuda.check(cuEventSynchronize(s.events[3]), "cuEventSynchronize(slab of output planes [" + o0 + ", " + o1 + ") of "
         + input.record() + ", " + kernels.describe() + ")");
@@ -173,9 +188,21 @@ final class CudaSlabRun implements SlabRun {
     times.add(Phase.H2D, elapsedNanos(0, 1));
     times.add(Phase.KERNELS, elapsedNanos(1, 2));
     times.add(Phase.D2H, elapsedNanos(2, 3));
-    dst.write(o0, o1, out);
+    pendingO0 = o0;
+    pendingO1 = o1;
+    pendingRegion = region;
+    slabsDone++;
     o0 = o1;
     return true;
+  }
+
+  /** Hands the waiting slab output, if any, to the sink. */
+  private void handOver() {
+    if (pendingO0 >= 0) {
+      int p0 = pendingO0;
+      pendingO0 = -1;
+      dst.write(p0, pendingO1, outs[pendingRegion]);
+    }
   }
 
   private long elapsedNanos(int from, int to) {
