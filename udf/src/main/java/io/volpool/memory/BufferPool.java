@@ -31,6 +31,8 @@ public final class BufferPool<K, T> implements AutoCloseable {
   private final MemoryBudget budget;
   private final Allocator<K, T> allocator;
   private final Map<K, ArrayDeque<T>> idle = new HashMap<>();
+  /** Buffers of each key taken and not yet given back. */
+  private final Map<K, Integer> out = new HashMap<>();
   private final Runnable evictor = this::evictIdle;
   private boolean closed;
 
@@ -51,22 +53,65 @@ public final class BufferPool<K, T> implements AutoCloseable {
    * @throws MemoryBudgetException when the budget can never hold one such buffer
    */
   public T take(K key, boolean mayWait, Supplier<String> what) {
-    synchronized (this) {
-      if (closed) {
-        throw new IllegalStateException("buffer pool closed");
-      }
-      ArrayDeque<T> q = idle.get(key);
-      if (q != null && !q.isEmpty()) {
-        return q.poll();
-      }
-    }
     long bytes = allocator.bytes(key);
-    if (!budget.acquire(bytes, MemoryBudget.Use.BATCHES, mayWait, what)) {
+    while (true) {
+      synchronized (this) {
+        T t = poll(key);
+        if (t != null) {
+          return t;
+        }
+      }
+      if (budget.acquire(bytes, MemoryBudget.Use.BATCHES, false, what)) {
+        return allocate(key, bytes);
+      }
+      if (!mayWait) {
+        return null;
+      }
+      synchronized (this) {
+        if (idle.containsKey(key) && !idle.get(key).isEmpty()) {
+          continue;
+        }
+        if (out.getOrDefault(key, 0) > 0) {
+          // a buffer of this key will come back: wait for it rather than for the budget, which would
+          // free the returned buffer to make room and have this thread allocate another (a pinned
+          // block costs milliseconds to allocate and to free)
+          try {
+            wait(50);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for a buffer for " + what.get(), e);
+          }
+          continue;
+        }
+      }
+      // none of this key is out: only the budget can make room (it evicts idle buffers of other keys)
+      budget.acquire(bytes, MemoryBudget.Use.BATCHES, true, what);
+      return allocate(key, bytes);
+    }
+  }
+
+  /** An idle buffer of {@code key}, counted as out, or null; holding the lock. */
+  private T poll(K key) {
+    if (closed) {
+      throw new IllegalStateException("buffer pool closed");
+    }
+    ArrayDeque<T> q = idle.get(key);
+    if (q == null || q.isEmpty()) {
       return null;
     }
+    out.merge(key, 1, Integer::sum);
+    return q.poll();
+  }
+
+  /** A new buffer of {@code key}, whose {@code bytes} the caller took from the budget. */
+  private T allocate(K key, long bytes) {
     long a0 = System.nanoTime();
     try {
-      return allocator.allocate(key);
+      T t = allocator.allocate(key);
+      synchronized (this) {
+        out.merge(key, 1, Integer::sum);
+      }
+      return t;
     } catch (RuntimeException | Error e) {
       budget.release(bytes, MemoryBudget.Use.BATCHES);
       throw e;
@@ -86,6 +131,8 @@ public final class BufferPool<K, T> implements AutoCloseable {
   /** Returns a buffer taken with {@code key}. */
   public void give(K key, T buffer) {
     synchronized (this) {
+      out.merge(key, -1, Integer::sum);
+      notifyAll();
       if (!closed) {
         idle.computeIfAbsent(key, b -> new ArrayDeque<>()).add(buffer);
         return;
@@ -117,6 +164,7 @@ public final class BufferPool<K, T> implements AutoCloseable {
   public void close() {
     synchronized (this) {
       closed = true;
+      notifyAll();
     }
     budget.removeEvictor(evictor);
     evictIdle();
