@@ -96,6 +96,26 @@ public record GpuLaunch(List<Arg> args, long work, int gridX, int gridY, int gri
     return List.of(i32(w.inD0()), i32(w.inDn()), i32(w.outD0()), i32(w.outDn()));
   }
 
+  /**
+   * The arguments every pool kernel starts with: input and output buffers, {@code nc} (volumes x
+   * channels, 64-bit), the input's and the output's D, H, W, then the window.
+   */
+  public static List<Arg> poolArgs(int n, VolumeShape in, VolumeShape out, Slab w) {
+    return args(inputBuffer(), outputBuffer(), i64((long) n * in.c()), i32(in.d()), i32(in.h()), i32(in.w()),
+        i32(out.d()), i32(out.h()), i32(out.w()), window(w));
+  }
+
+  /** The grid of the one-read k3 s2 p1 pool kernels: blocks of (32, 4) threads, each covering 64 x 8 outputs of a plane. */
+  public static GpuLaunch oneReadPool(List<Arg> args, int n, VolumeShape in, VolumeShape out) {
+    long total = (long) n * in.c() * ceil(out.h(), 8) * ceil(out.w(), 64);
+    return grid(args, (int) Math.min(total, Integer.MAX_VALUE), 1, 1, 32, 4, 0);
+  }
+
+  /** A grid-stride pool launch: one thread per output element of the window. */
+  public static GpuLaunch perOutput(List<Arg> args, int n, VolumeShape out, Slab w) {
+    return gridStride(args, (long) n * out.c() * w.outDn() * out.h() * (long) out.w(), 256);
+  }
+
   public static int ceil(int a, int b) {
     return (a + b - 1) / b;
   }

@@ -1,12 +1,8 @@
 package io.volpool.ops.avgpool3d;
 
 import static io.volpool.op.GpuLaunch.args;
-import static io.volpool.op.GpuLaunch.ceil;
 import static io.volpool.op.GpuLaunch.i32;
-import static io.volpool.op.GpuLaunch.inputBuffer;
-import static io.volpool.op.GpuLaunch.outputBuffer;
-import static io.volpool.op.GpuLaunch.i64;
-import static io.volpool.op.GpuLaunch.window;
+import static io.volpool.op.GpuLaunch.poolArgs;
 
 import io.volpool.op.GpuLaunch;
 import io.volpool.op.GpuStep;
@@ -41,10 +37,8 @@ final class AvgPool3dGpu {
 
     @Override
     public GpuLaunch launch(int n, Slab w) {
-      long nc = (long) n * in.c();
-      return GpuLaunch.gridStride(args(inputBuffer(), outputBuffer(), i64(nc), i32(in.d()), i32(in.h()), i32(in.w()), i32(out.d()),
-          i32(out.h()), i32(out.w()), window(w), i32(spec.kernel()), i32(spec.stride()), i32(spec.padding()),
-          i32(spec.countIncludePad() ? 1 : 0)), nc * w.outDn() * out.h() * (long) out.w(), 256);
+      return GpuLaunch.perOutput(args(poolArgs(n, in, out, w), i32(spec.kernel()), i32(spec.stride()),
+          i32(spec.padding()), i32(spec.countIncludePad() ? 1 : 0)), n, out, w);
     }
   }
 
@@ -62,11 +56,7 @@ final class AvgPool3dGpu {
 
     @Override
     public GpuLaunch launch(int n, Slab w) {
-      long nc = (long) n * in.c();
-      long total = nc * ceil(out.h(), 8) * ceil(out.w(), 64);
-      return GpuLaunch.grid(args(inputBuffer(), outputBuffer(), i64(nc), i32(in.d()), i32(in.h()), i32(in.w()), i32(out.d()),
-          i32(out.h()), i32(out.w()), window(w), i32(spec.countIncludePad() ? 1 : 0)),
-          (int) Math.min(total, Integer.MAX_VALUE), 1, 1, 32, 4, 0);
+      return GpuLaunch.oneReadPool(args(poolArgs(n, in, out, w), i32(spec.countIncludePad() ? 1 : 0)), n, in, out);
     }
   }
 }
