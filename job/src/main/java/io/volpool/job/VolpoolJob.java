@@ -178,6 +178,7 @@ public final class VolpoolJob {
   public static RunSummary run(SparkSession spark, JobSettings s) throws IOException {
     long t0 = System.nanoTime();
     Configuration conf = spark.sparkContext().hadoopConfiguration();
+    refuseObjectStoreOutput(s, conf);
     // before anything is read, written or deleted: the output may not be, contain or lie inside what the job reads
     PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.input(), VolpoolOptions.INPUT.key(), conf);
     refuseLocalOutputOnCluster(spark.sparkContext().master(), s, conf);
@@ -364,6 +365,28 @@ public final class VolpoolJob {
   }
 
   /** A {@code file:} output on a cluster master lands on each executor's own disk: refuse it unless declared shared. */
+  /** Schemes of object stores, whose rename is a copy and a delete: neither atomic nor exclusive. */
+  static final java.util.Set<String> OBJECT_STORES = java.util.Set.of("s3a", "s3", "s3n", "gs", "abfs", "abfss", "wasb",
+      "wasbs", "oss", "cosn", "obs");
+
+  /**
+   * Refuses an output on an object store, before its filesystem is even loaded: volpool commits by
+   * renaming its staging folder into place (and the old output aside), which there is a copy and a
+   * delete, neither atomic nor exclusive, so a failed or concurrent run could leave a partial output
+   * that looks complete (Hadoop's committer documentation says the same of rename-based commits).
+   */
+  static void refuseObjectStoreOutput(JobSettings s, Configuration conf) {
+    java.net.URI u = new Path(s.output()).toUri();
+    String scheme = u.getScheme() != null ? u.getScheme() : FileSystem.getDefaultUri(conf).getScheme();
+    if (scheme != null && OBJECT_STORES.contains(scheme.toLowerCase(java.util.Locale.ROOT))) {
+      throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + s.output() + " is on an object store (" + scheme
+          + "://), where volpool cannot commit safely: its commit renames the staging folder into place, and a rename"
+          + " there is a copy and a delete, neither atomic nor exclusive, so a failed or concurrent run could leave a"
+          + " partial output that looks complete. Write the output to HDFS (or a shared filesystem) and copy it with"
+          + " `hadoop distcp`; input from " + scheme + ":// works (with the filesystem's connector on the class path)");
+    }
+  }
+
   static void refuseLocalOutputOnCluster(String master, JobSettings s, Configuration conf) throws IOException {
     if (master == null || master.startsWith("local") || s.outputSharedFilesystem()) {
       return;
@@ -372,7 +395,7 @@ public final class VolpoolJob {
     if ("file".equals(p.getFileSystem(conf).getScheme())) {
       throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + s.output() + " is on the local filesystem but the"
           + " job runs on the cluster " + master + ": each executor would write to its own disk and the driver would"
-          + " find nothing. Write to a shared filesystem (hdfs://, s3a://, ...), or set "
+          + " find nothing. Write to a shared filesystem (hdfs://, ...), or set "
           + VolpoolOptions.OUTPUT_SHARED_FS.key() + "=true if " + s.output() + " is the same shared mount on every host");
     }
   }

@@ -100,4 +100,21 @@ class OutputGuardTest {
     assertThat(r.code()).as(r.err()).isZero();
     JobEndToEndTest.assertMatchesExpected(tmp.resolve("data/in-pooled"));
   }
+
+  /**
+   * An output on an object store is refused before anything is read or written, naming why (the
+   * rename-based commit is a copy and a delete there) and what to do instead; no S3 connector is needed
+   * to say so.
+   */
+  @Test
+  void anOutputOnAnObjectStoreIsRefusedBeforeAnyWork(@TempDir Path tmp) throws Exception {
+    Path in = parquetInput(tmp);
+    for (String out : java.util.List.of("s3a://bucket/pooled", "gs://bucket/pooled", "abfss://c@acct.dfs.core.windows.net/p")) {
+      SparkTests.Result r = overwrite(in, "parquet", out);
+      assertThat(r.code()).as(r.err()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+      assertThat(r.err()).contains("spark.volpool.output=" + out + " is on an object store")
+          .contains("a rename there is a copy and a delete").contains("hadoop distcp")
+          .doesNotContain("No FileSystem for scheme");
+    }
+  }
 }
