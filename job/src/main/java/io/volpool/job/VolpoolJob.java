@@ -1,7 +1,6 @@
 package io.volpool.job;
 
 import io.volpool.backend.Phase;
-import io.volpool.format.SafeTensors;
 import io.volpool.io.CorruptInputException;
 import io.volpool.io.OutputSpec;
 import io.volpool.io.ParquetBatchWriter;

@@ -3,7 +3,6 @@ package io.volpool.job;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.volpool.format.NpyArray;
-import io.volpool.conf.VolpoolOptions;
 import io.volpool.testing.Golden;
 import java.nio.file.Files;
 import java.nio.file.Path;
