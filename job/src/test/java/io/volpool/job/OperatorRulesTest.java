@@ -46,23 +46,14 @@ class OperatorRulesTest {
     Pattern name = Pattern.compile("\"[^\"\\n]*\\b(" + String.join("|", Operators.ALL.stream().map(Operator::name).toList())
         + ")\\b[^\"\\n]*\"");
     List<String> wrong = new ArrayList<>();
-    for (String module : List.of("udf", "job")) {
-      try (var files = Files.walk(root().resolve(module).resolve("src/main/java"))) {
-        for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
-          String path = f.toString().replace('\\', '/');
-          if (path.contains("/io/volpool/ops/") || path.contains("/io/volpool/bench/")) {
-            continue;
-          }
-          List<String> lines = Files.readAllLines(f);
-          for (int i = 0; i < lines.size(); i++) {
-            String t = lines.get(i).trim();
-            if (t.startsWith("*") || t.startsWith("//") || t.startsWith("/*")) {
-              continue;
-            }
-            if (type.matcher(lines.get(i)).find() || name.matcher(lines.get(i)).find()) {
-              wrong.add(root().relativize(f) + ":" + (i + 1) + ": " + t);
-            }
-          }
+    for (PackageRulesTest.Source src : PackageRulesTest.sources()) {
+      if (src.pkg().equals("ops") || src.pkg().equals("bench")) {
+        continue;
+      }
+      for (int i = 0; i < src.code().size(); i++) {
+        String line = src.code().get(i);
+        if (type.matcher(line).find() || name.matcher(line).find()) {
+          wrong.add(src.path() + ":" + (i + 1) + ": " + line.trim());
         }
       }
     }
