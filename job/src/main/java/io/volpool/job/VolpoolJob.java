@@ -79,42 +79,38 @@ public final class VolpoolJob {
    * before it is read (the output is replaced).
    */
   static Pipeline pipeline(JobSettings s, Configuration conf, Map<String, String> provenance) throws IOException {
-    try {
-      return Operators.pipeline(new OperatorInputs() {
-        @Override
-        public Map<String, String> values() {
-          return s.values();
-        }
+    return Operators.pipeline(new OperatorInputs() {
+      @Override
+      public Map<String, String> values() {
+        return s.values();
+      }
 
-        @Override
-        public byte[] readFile(ConfKey<String> key, String role, String why) throws IOException {
-          String v = key.get(s.values());
-          if (v == null) {
-            throw new SettingsException("missing setting " + key.key() + ": " + why);
-          }
-          if (!s.isTransform()) {
-            PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), v, key.key(), conf);
-          }
-          Path p = new Path(v);
-          FileSystem fs = p.getFileSystem(conf);
-          if (!fs.exists(p)) {
-            throw new SettingsException(key.key() + "=" + p + ": file not found");
-          }
-          if (fs.getFileStatus(p).isDirectory()) {
-            throw new SettingsException(key.key() + "=" + p + " is a folder; name the file itself");
-          }
-          byte[] bytes;
-          try (InputStream in = fs.open(p)) {
-            bytes = in.readAllBytes();
-          }
-          provenance.put("volpool." + role + ".sha256", sha256(bytes));
-          provenance.put("volpool." + role, v);
-          return bytes;
+      @Override
+      public byte[] readFile(ConfKey<String> key, String role, String why) throws IOException {
+        String v = key.get(s.values());
+        if (v == null) {
+          throw new SettingsException("missing setting " + key.key() + ": " + why);
         }
-      });
-    } catch (java.io.UncheckedIOException e) {
-      throw e.getCause();
-    }
+        if (!s.isTransform()) {
+          PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), v, key.key(), conf);
+        }
+        Path p = new Path(v);
+        FileSystem fs = p.getFileSystem(conf);
+        if (!fs.exists(p)) {
+          throw new SettingsException(key.key() + "=" + p + ": file not found");
+        }
+        if (fs.getFileStatus(p).isDirectory()) {
+          throw new SettingsException(key.key() + "=" + p + " is a folder; name the file itself");
+        }
+        byte[] bytes;
+        try (InputStream in = fs.open(p)) {
+          bytes = in.readAllBytes();
+        }
+        provenance.put("volpool." + role + ".sha256", sha256(bytes));
+        provenance.put("volpool." + role, v);
+        return bytes;
+      }
+    });
   }
 
   private static String sha256(byte[] bytes) {

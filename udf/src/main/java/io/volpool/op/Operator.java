@@ -23,8 +23,9 @@ public interface Operator {
    * The stage its settings describe.
    *
    * @throws io.volpool.conf.SettingsException naming the key and the rule when a setting is wrong
+   * @throws java.io.IOException when a file a setting names cannot be read
    */
-  Stage fromSettings(OperatorInputs in);
+  Stage fromSettings(OperatorInputs in) throws java.io.IOException;
 
   /** Its SQL functions (each taking {@code data, shape} first, then the function's own arguments). */
   List<SqlFunction> sqlFunctions();

@@ -86,7 +86,7 @@ public final class Operators {
   }
 
   /** The pipeline the settings describe, each stage read by its operator (which may read files, e.g. a model). */
-  public static Pipeline pipeline(OperatorInputs in) {
+  public static Pipeline pipeline(OperatorInputs in) throws java.io.IOException {
     List<Stage> stages = new ArrayList<>();
     for (String name : stageNames(in.values())) {
       stages.add(named(name).fromSettings(in));

@@ -9,7 +9,6 @@ import io.volpool.op.OperatorInputs;
 import io.volpool.op.SqlFunction;
 import io.volpool.op.Stage;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.List;
 import java.util.OptionalInt;
 
@@ -49,13 +48,13 @@ public final class Fused implements Operator {
   }
 
   @Override
-  public Stage fromSettings(OperatorInputs in) {
+  public Stage fromSettings(OperatorInputs in) throws IOException {
     String path = WEIGHTS.get(in.values());
     byte[] bytes;
     try {
       bytes = in.readFile(WEIGHTS, "model", "the pipeline has a fused stage, which needs the model's safetensors file");
     } catch (IOException e) {
-      throw new UncheckedIOException(WEIGHTS.is(path) + ": " + e.getMessage(), e);
+      throw new IOException(WEIGHTS.is(path) + ": " + e.getMessage(), e);
     }
     FusedModel.Params params = new FusedModel.Params(optional(in, STRIDE), optional(in, PADDING),
         optional(in, OUTPUT_PADDING), optional(in, POOL_KERNEL));
