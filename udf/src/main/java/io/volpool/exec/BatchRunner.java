@@ -64,7 +64,9 @@ public final class BatchRunner implements TaskRun {
   private final Backend backend;
   private final int device;
   private final EngineSpec spec;
-  private final ScratchFiles scratch;
+  /** The task's spill files, reused volume after volume: copies of compressed volumes, slabbed volumes' outputs. */
+  private final ScratchMap spillIn;
+  private final ScratchMap spillOut;
   private final int outputGap;
   private final MemoryBudget budget;
   private final PhaseTimes times;
@@ -80,8 +82,8 @@ public final class BatchRunner implements TaskRun {
   private Batch filling;
   private List<VolumeSource> fillingItems;
   private Batch lastReturned;
-  private SpilledVolume spilled;
-  private SpilledVolume lastSpilled;
+  /** A slabbed volume's output (in {@link #spillOut}), returned by the next call. */
+  private Finished spilled;
   private StreamedVolume streamed;
   private long slabbed;
   private long volumesIn;
@@ -102,7 +104,8 @@ public final class BatchRunner implements TaskRun {
     this.backend = backend;
     this.device = device;
     this.spec = spec;
-    this.scratch = scratch;
+    this.spillIn = new ScratchMap(scratch, "in");
+    this.spillOut = new ScratchMap(scratch, "out");
     this.outputGap = spec.outputGap();
     this.budget = budget;
     this.gate = new Gate();
@@ -176,10 +179,6 @@ public final class BatchRunner implements TaskRun {
       lastReturned.close();
       lastReturned = null;
     }
-    if (lastSpilled != null) {
-      lastSpilled.close();
-      lastSpilled = null;
-    }
     while (true) {
       if (streamed != null) {
         Finished f = streamed.next();
@@ -197,10 +196,10 @@ public final class BatchRunner implements TaskRun {
         continue;
       }
       if (spilled != null) {
-        lastSpilled = spilled;
+        Finished f = spilled;
         spilled = null;
         maybeLog();
-        return lastSpilled.finished();
+        return f;
       }
       if (ended && filling != null && fillingItems.isEmpty()) {
         filling.close();
@@ -345,9 +344,10 @@ public final class BatchRunner implements TaskRun {
       if (spec.outputRows() && !spec.pipeline().stages().isEmpty()) {
         // written across rows: the output streams out row by row as the slabs run, whatever its size
         streamed = StreamedVolume.start(item, spec.pipeline(), backend, device, vp.slabPlanes(), spec.outputRowBytes(),
-            budget, task, scratch);
+            budget, task, spillIn);
       } else {
-        spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, task, scratch);
+        spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, task, spillIn,
+            spillOut);
         bytesOut += outShape.bytes();
       }
     } catch (IllegalArgumentException e) {
@@ -421,13 +421,9 @@ public final class BatchRunner implements TaskRun {
   @Override
   public void close() {
     RuntimeException first = null;
-    for (SpilledVolume v : new SpilledVolume[] {spilled, lastSpilled}) {
-      if (v != null) {
-        v.close();
-      }
-    }
     spilled = null;
-    lastSpilled = null;
+    spillIn.close();
+    spillOut.close();
     if (streamed != null) {
       try {
         streamed.close();

@@ -8,25 +8,22 @@ import io.volpool.io.VolumeSource;
 import io.volpool.memory.MemoryBudget;
 import io.volpool.op.Pipeline;
 import io.volpool.op.SlabPlan;
-import java.io.File;
 
 /**
  * A volume stored in one row (or one .npy file) that runs alone in slabs and is written across rows:
  * its output streams out as rows of whole planes ({@link OutputRows}) while its slabs run, so no
  * output of any size is ever made whole (a fused output of several GiB from one input row). The
- * planes are read where they lie, or from a scratch copy ({@link SpilledVolume#planes}). Driven by
- * one task thread; {@link #close()} gives everything back and deletes the copy.
+ * planes are read where they lie, or from a scratch copy ({@link SpilledVolume#planes}, in the
+ * task's scratch file). Driven by one task thread; {@link #close()} gives everything back.
  */
 final class StreamedVolume implements AutoCloseable {
-  private final File spill;
   private final PlaneSource src;
   private final OutputRows rows;
   private final SlabRun run;
   private boolean ran;
   private long slabs;
 
-  private StreamedVolume(File spill, PlaneSource src, OutputRows rows, SlabRun run) {
-    this.spill = spill;
+  private StreamedVolume(PlaneSource src, OutputRows rows, SlabRun run) {
     this.src = src;
     this.rows = rows;
     this.run = run;
@@ -37,21 +34,20 @@ final class StreamedVolume implements AutoCloseable {
    * most {@code planes} output planes, written in rows of at most {@code rowBytes}; call holding no batch.
    */
   static StreamedVolume start(VolumeSource item, Pipeline pipeline, Backend backend, int device, int planes,
-      long rowBytes, MemoryBudget budget, TaskState task, ScratchFiles scratch) {
+      long rowBytes, MemoryBudget budget, TaskState task, ScratchMap scratch) {
     PhaseTimes times = task.times();
     SlabPlan plan = new SlabPlan(pipeline, item.shape());
     int rowPlanes = OutputRows.rowPlanes(plan.output(), rowBytes);
     long outRow = OutputRows.rowBytes(plan.output(), rowPlanes);
     int fit = backend.slabPlanes(plan, OutputRows.slabShare(budget, 0, outRow), device);
     int t = fit >= 1 ? Math.min(planes, fit) : planes;
-    File[] spilled = new File[1];
     PlaneSource src = null;
     OutputRows rows = null;
     try {
-      src = SpilledVolume.planes(item, times, scratch, spilled);
+      src = SpilledVolume.planes(item, times, scratch);
       rows = new OutputRows(item, plan.output(), rowPlanes, budget, task, done -> { });
       SlabRun run = backend.startSlabs(plan, t, src, rows, times, device);
-      return new StreamedVolume(spilled[0], src, rows, run);
+      return new StreamedVolume(src, rows, run);
     } catch (RuntimeException | Error e) {
       if (rows != null) {
         rows.close();
@@ -59,7 +55,6 @@ final class StreamedVolume implements AutoCloseable {
       if (src != null) {
         src.close();
       }
-      SpilledVolume.delete(spilled[0]);
       throw e;
     }
   }
@@ -96,7 +91,6 @@ final class StreamedVolume implements AutoCloseable {
       src.close();
     } finally {
       rows.close();
-      SpilledVolume.delete(spill);
     }
   }
 }

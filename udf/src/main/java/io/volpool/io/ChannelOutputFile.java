@@ -3,6 +3,7 @@ package io.volpool.io;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -59,7 +60,13 @@ public final class ChannelOutputFile implements OutputFile {
     return path.toString();
   }
 
-  private static final class Stream extends PositionOutputStream {
+  /**
+   * A buffered stream that is also a channel: a direct or mapped buffer (a batch's pinned output, a
+   * slabbed volume's mapped output) goes to the file in one system call, with no copy through the
+   * heap ({@link java.io.OutputStream#write(byte[])} costs two: into the array and, inside the JDK,
+   * into a temporary direct buffer).
+   */
+  private static final class Stream extends PositionOutputStream implements WritableByteChannel {
     private final FileChannel ch;
     private final ByteBuffer buf = ByteBuffer.allocateDirect(1 << 20);
     private long pos;
@@ -97,6 +104,23 @@ public final class ChannelOutputFile implements OutputFile {
         buf.put(b, off, len);
       }
       pos += len;
+    }
+
+    /** Writes all of {@code src} (the bytes buffered so far first); returns how many. */
+    @Override
+    public int write(ByteBuffer src) throws IOException {
+      drain();
+      int n = src.remaining();
+      while (src.hasRemaining()) {
+        ch.write(src);
+      }
+      pos += n;
+      return n;
+    }
+
+    @Override
+    public boolean isOpen() {
+      return ch.isOpen();
     }
 
     private void drain() throws IOException {

@@ -7,6 +7,7 @@ import io.volpool.op.VolumeShape;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
+import java.nio.channels.WritableByteChannel;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
@@ -62,11 +63,17 @@ public final class NpyBatchWriter implements AutoCloseable {
       }
       long t0 = System.nanoTime();
       ByteBuffer b = out.slice((int) offsets[i], (int) outShape.bytes());
-      byte[] c = chunk();
-      while (b.hasRemaining()) {
-        int n = Math.min(c.length, b.remaining());
-        b.get(c, 0, n);
-        os.write(c, 0, n);
+      if (b.isDirect() && os instanceof WritableByteChannel ch) {
+        // a pinned or mapped output to a local file: one system call, no copy through the heap
+        ch.write(b);
+      } else {
+        // a heap buffer through a channel would be copied whole into a temporary direct buffer: in chunks
+        byte[] c = chunk();
+        while (b.hasRemaining()) {
+          int n = Math.min(c.length, b.remaining());
+          b.get(c, 0, n);
+          os.write(c, 0, n);
+        }
       }
       times.add(Phase.WRITE, System.nanoTime() - t0);
       written++;

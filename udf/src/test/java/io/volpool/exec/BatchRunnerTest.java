@@ -231,21 +231,35 @@ class BatchRunnerTest {
   }
 
   @Test
-  void spillFilesAreUnmappedAndDeletedOnceTheirVolumeIsWritten() throws Exception {
-    // three volumes too large for a batch, read through copyTo (not by position): each spills its input
-    // and its output to mapped files; a deleted file stays on disk and in memory while it is mapped
+  void spillFilesAreReusedVolumeAfterVolumeAndUnmappedAndDeletedAtTheEnd() throws Exception {
+    // volumes too large for a batch, read through copyTo (not by position): each spills its input and
+    // its output to mapped files, the task's two scratch files, reused while they are large enough (a
+    // fresh file per volume made every write fault in new pages) and replaced by larger ones when a
+    // larger volume comes; a deleted file stays on disk and in memory while it is mapped
     VolumeShape big = new VolumeShape(4, 16, 16, 16);
+    VolumeShape bigger = new VolumeShape(4, 20, 16, 16);
     MemoryBudget budget = new MemoryBudget(100_000);
+    MemoryBudget roomy = new MemoryBudget(64L << 20);
     List<java.io.File> made = new ArrayList<>();
     ScratchFiles recording = what -> {
       java.io.File f = ScratchFiles.TEMP.create(what);
       made.add(f);
       return f;
     };
-    try (CpuBackend cpu = CpuBackend.fast(1, budget)) {
-      assertThat(run(input(List.of(big, big, big), 6, 0), cpu, budget, 1, recording, new TaskState())).hasSize(3);
+    List<VolumeShape> shapes = List.of(big, big, big, bigger, big);
+    List<float[]> spilled;
+    List<float[]> batched;
+    try (CpuBackend cpu = CpuBackend.fast(1, budget); CpuBackend whole = CpuBackend.fast(1, roomy)) {
+      spilled = run(input(shapes, 6, 0), cpu, budget, 1, recording, new TaskState());
+      batched = run(input(shapes, 6, 0), whole, roomy, 1);
     }
-    assertThat(made).as("input and output spill files of three volumes").hasSize(6);
+    assertThat(spilled).hasSize(shapes.size());
+    for (int i = 0; i < shapes.size(); i++) {
+      assertThat(spilled.get(i)).as("volume %d, through reused scratch files, equals its batched result", i)
+          .isEqualTo(batched.get(i));
+    }
+    assertThat(made).as("an input and an output file for the three volumes [4,16,16,16], new ones for the larger one,"
+        + " reused for the last").hasSize(4);
     String maps = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/self/maps"));
     for (java.io.File f : made) {
       assertThat(f).as("deleted").doesNotExist();
