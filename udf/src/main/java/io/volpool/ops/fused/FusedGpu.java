@@ -46,7 +46,8 @@ final class FusedGpu {
         && PipelineTaps2.fits(pool, s, shapes.get(i + 2))) {
       return new PipelineTaps2(i, s, shapes.get(i + 2), stencil, linear[0], pool);
     }
-    return linear != null ? new Taps2(i, s, fusedOut, stencil, linear[0], linear[1]) : new Generic(i, s, fusedOut, stencil);
+    return linear != null ? new Taps2(i, s, fusedOut, stencil, linear[0], linear[1])
+        : new Generic(i, s, fusedOut, stencil);
   }
 
   /**
@@ -124,7 +125,8 @@ final class FusedGpu {
     @Override
     public GpuLaunch launch(int n, Slab w) {
       FusedStencil st = stencil;
-      return GpuLaunch.gridStride(args(inputBuffer(), outputBuffer(), i32(n), i32(in.c()), i32(out.c()), i32(in.d()), i32(in.h()),
+      return GpuLaunch.gridStride(args(inputBuffer(), outputBuffer(), i32(n), i32(in.c()), i32(out.c()),
+          i32(in.d()), i32(in.h()),
           i32(in.w()), i32(out.d()), i32(out.h()), i32(out.w()), window(w), i32(st.d().taps), i32(st.h().taps),
           i32(st.w().taps), i32(st.h().patterns()), i32(st.w().patterns()), tables),
           (long) n * out.c() * w.outDn() * out.h() * out.w(), 256);
@@ -159,11 +161,13 @@ final class FusedGpu {
     public GpuLaunch launch(int n, Slab w) {
       int grid = ceil(out.w(), 32) * ceil(out.h(), 16);
       if (unitSteps()) {
-        return GpuLaunch.grid(args(inputBuffer(), outputBuffer(), i32(n), i32(in.d()), i32(in.h()), i32(in.w()), i32(out.d()),
+        return GpuLaunch.grid(args(inputBuffer(), outputBuffer(), i32(n), i32(in.d()), i32(in.h()), i32(in.w()),
+            i32(out.d()),
             i32(out.h()), i32(out.w()), window(w), i32(base[0]), i32(base[1]), i32(base[2]),
             new GpuLaunch.Arg.Struct(weights)), grid, ceil(w.outDn(), 2), n, 16, 16, 0);
       }
-      return GpuLaunch.grid(args(inputBuffer(), outputBuffer(), i32(n), i32(in.d()), i32(in.h()), i32(in.w()), i32(out.d()),
+      return GpuLaunch.grid(args(inputBuffer(), outputBuffer(), i32(n), i32(in.d()), i32(in.h()), i32(in.w()),
+            i32(out.d()),
           i32(out.h()), i32(out.w()), window(w), i32(base[0]), i32(step[0]), i32(base[1]), i32(step[1]), i32(base[2]),
           i32(step[2]), new GpuLaunch.Arg.Struct(weights)), grid, w.outDn(), n, 16, 16, 0);
     }
@@ -223,7 +227,8 @@ final class FusedGpu {
       AvgPool3dSpec a = pool;
       int bx = tileWidth(out.w());
       int by = 256 / bx;
-      return GpuLaunch.grid(args(inputBuffer(), outputBuffer(), i32(n), i32(in.d()), i32(in.h()), i32(in.w()), i32(fusedOut.d()),
+      return GpuLaunch.grid(args(inputBuffer(), outputBuffer(), i32(n), i32(in.d()), i32(in.h()), i32(in.w()),
+          i32(fusedOut.d()),
           i32(fusedOut.h()), i32(fusedOut.w()), i32(out.d()), i32(out.h()), i32(out.w()), window(w), i32(base[0]),
           i32(base[1]), i32(base[2]), i32(a.kernel()), i32(a.stride()), i32(a.padding()), i32(a.ceilMode() ? 1 : 0),
           i32(a.countIncludePad() ? 1 : 0), new GpuLaunch.Arg.Struct(weights)), ceil(out.w(), bx) * ceil(out.h(), by),

@@ -6,7 +6,7 @@ import static io.volpool.op.GpuLaunch.poolArgs;
 
 import io.volpool.op.GpuLaunch;
 import io.volpool.op.GpuStep;
-import io.volpool.op.Slab;
+import io.volpool.op.StageStep;
 import io.volpool.op.VolumeShape;
 
 /**
@@ -17,48 +17,17 @@ final class MaxPool3dGpu {
   private MaxPool3dGpu() {}
 
   static GpuStep step(MaxPool3dSpec spec, int i, VolumeShape in, VolumeShape out) {
-    return k3s2p1(spec, in) ? new K3S2P1(i, in, out) : new Generic(i, spec, in, out);
+    if (k3s2p1(spec, in)) {
+      // blocks of (32, 4) threads, each covering 2 x 2 outputs and marching along D
+      return new StageStep("maxpool_k3s2p1", i, (n, w) -> GpuLaunch.oneReadPool(poolArgs(n, in, out, w), n, in, out));
+    }
+    // any parameters: one thread per output element
+    return new StageStep("maxpool_generic", i, (n, w) -> GpuLaunch.perOutput(args(poolArgs(n, in, out, w),
+        i32(spec.kernel()), i32(spec.stride()), i32(spec.padding()), i32(spec.dilation())), n, out, w));
   }
 
   /** Kernel 3, stride 2, padding 1, dilation 1 (any ceil_mode) and W a multiple of 4 (16-byte rows). */
   static boolean k3s2p1(MaxPool3dSpec spec, VolumeShape in) {
     return spec.kernel() == 3 && spec.stride() == 2 && spec.padding() == 1 && spec.dilation() == 1 && in.w() % 4 == 0;
-  }
-
-  /** Any parameters: one thread per output element. */
-  record Generic(int src, MaxPool3dSpec spec, VolumeShape in, VolumeShape out) implements GpuStep {
-    @Override
-    public String kernel() {
-      return "maxpool_generic";
-    }
-
-    @Override
-    public int dst() {
-      return src + 1;
-    }
-
-    @Override
-    public GpuLaunch launch(int n, Slab w) {
-      return GpuLaunch.perOutput(args(poolArgs(n, in, out, w), i32(spec.kernel()), i32(spec.stride()),
-          i32(spec.padding()), i32(spec.dilation())), n, out, w);
-    }
-  }
-
-  /** The k3s2p1 fast path: blocks of (32, 4) threads, each covering 2 x 2 outputs and marching along D. */
-  record K3S2P1(int src, VolumeShape in, VolumeShape out) implements GpuStep {
-    @Override
-    public String kernel() {
-      return "maxpool_k3s2p1";
-    }
-
-    @Override
-    public int dst() {
-      return src + 1;
-    }
-
-    @Override
-    public GpuLaunch launch(int n, Slab w) {
-      return GpuLaunch.oneReadPool(poolArgs(n, in, out, w), n, in, out);
-    }
   }
 }
