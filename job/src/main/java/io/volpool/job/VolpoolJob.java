@@ -183,6 +183,12 @@ public final class VolpoolJob {
       // the driver is the executor: say it once here rather than in a failed task's stack trace
       io.volpool.exec.Backends.requireGpu();
     }
+    if (local && !s.device().equals("cpu")) {
+      // the driver is the executor: open the GPU and allocate the pinned pool while the job plans
+      io.volpool.exec.Backends.warmInBackground(s.device(), cpuThreads(s, spark), s.gpuMemoryFraction(),
+          s.memoryBudget() > 0 ? s.memoryBudget() : io.volpool.memory.MemoryBudget.defaultLimit(), s.gpuPinnedPoolBytes(),
+          List.of());
+    }
     Map<String, String> files = new LinkedHashMap<>();
     Pipeline pipeline = pipeline(s, conf, files);
     Path inputPath = new Path(s.input());

@@ -84,6 +84,17 @@ class ClusterIT {
     return n;
   }
 
+  /** The stderr of the executor that {@code worker} ran for the application the submit log names. */
+  static String executorLog(Path worker, String submitLog) throws IOException {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("app-[0-9]+-[0-9]+").matcher(submitLog);
+    String app = m.find() ? m.group() : "";
+    try (Stream<Path> s = Files.walk(worker)) {
+      Path p = s.filter(f -> f.toString().contains(app) && f.getFileName().toString().equals("stderr")).findFirst()
+          .orElseThrow(() -> new AssertionError("no executor stderr of " + app + " under " + worker));
+      return Files.readString(p);
+    }
+  }
+
   @Test
   void bothWorkersRunTasksAndTheOutputEqualsALocalRun(@TempDir Path tmp) throws Exception {
     Path in = tmp.resolve("in");
@@ -98,11 +109,20 @@ class ClusterIT {
     int[] code = new int[1];
     String log = submit(tmp.resolve("submit.log"), code, "spark.volpool.input=" + in,
         "spark.volpool.output=" + out, "spark.volpool.fused.weights=" + conf.get("spark.volpool.fused.weights"),
-        "spark.volpool.device=cpu", "spark.volpool.output.sharedFilesystem=true");
+        "spark.volpool.device=auto", "spark.volpool.output.sharedFilesystem=true",
+        "spark.plugins=io.volpool.spark.VolpoolPlugin", "spark.volpool.gpu.pinnedPool.size=64m");
     assertThat(code[0]).as(log).isZero();
     assertThat(log).contains("volumes       512 in, 512 out");
     assertThat(tasksRunBy(dir.resolve("worker0"))).as("tasks on worker 0").isPositive();
     assertThat(tasksRunBy(dir.resolve("worker1"))).as("tasks on worker 1").isPositive();
+    // the plugin warmed each executor when it started, with the job's settings: here no GPU, so the
+    // CPU fallback of device=auto, chosen once, before the first task
+    for (String w : List.of("worker0", "worker1")) {
+      String stderr = executorLog(dir.resolve(w), log);
+      assertThat(stderr).as(w).contains("volpool warm-up done in").contains("nothing to warm on cpu");
+      assertThat(stderr.indexOf("volpool warm-up done")).as(w + ": the warm-up before the first task")
+          .isLessThan(stderr.indexOf("Running task"));
+    }
     assertThat(CrashTest.parquetChecksum(out)).isEqualTo(CrashTest.parquetChecksum(local));
   }
 

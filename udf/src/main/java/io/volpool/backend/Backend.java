@@ -59,6 +59,17 @@ public interface Backend extends AutoCloseable {
   SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device);
 
   /**
+   * Does now, before tasks come, what the first batches would wait for: the GPU backend opens
+   * {@code devices} (context, kernels) and allocates a pinned pool of {@code pinnedPoolBytes}
+   * (0: none) that batches carve their staging buffers from. The CPU backend has nothing to do.
+   *
+   * @return what was done, for the log
+   */
+  default String warm(java.util.List<Integer> devices, long pinnedPoolBytes) {
+    return "nothing to warm on " + name(0);
+  }
+
+  /**
    * The device index of a task that Spark gave the GPU {@code gpuAddress} (null when it gave none):
    * the CPU backend has one device, 0.
    */

@@ -63,6 +63,13 @@ public final class VolpoolOptions {
           + " be streamed), e.g. `6g`; tasks wait for room. `auto`: half of the executor's heap. One request (a batch,"
           + " a page) may take at most half. On YARN or Kubernetes add the budget to `spark.executor.memoryOverhead`"
           + " when the GPU is used (pinned memory is off-heap).");
+  public static final ConfKey<Long> GPU_PINNED_POOL = ConfKey.bytes(PREFIX + "gpu.pinnedPool.size", "0", 0, Long.MAX_VALUE, false,
+      "a size, 0 for none", "Pinned host memory each executor allocates once when it starts (with volpool's executor"
+          + " plugin in `spark.plugins`, see \"Warm executors\"; in local mode when the job starts), beside opening its GPUs"
+          + " and loading the kernels, so the first tasks do not wait for `cuMemHostAlloc` (milliseconds per block);"
+          + " batches carve their staging buffers from it and the memory budget still bounds what they hold, so at most"
+          + " the budget is useful, e.g. `4g`. 0: none, each block is allocated when first needed. Off-heap: add it to"
+          + " `spark.executor.memoryOverhead`.");
   public static final ConfKey<Long> NPY_MAX_HEADER = ConfKey.bytes(PREFIX + "input.npy.maxHeaderSize", "10000", 128, 1 << 30, false,
       "between 128 and 1g", "Largest .npy header accepted (numpy's `max_header_size`), e.g. `10000` or `64k`; larger headers"
           + " are bad records.").formerly(PREFIX + "input.npy.maxHeaderBytes");
@@ -75,7 +82,7 @@ public final class VolpoolOptions {
 
   public static final List<ConfKey<?>> ALL = List.of(INPUT, INPUT_FORMAT, INPUT_TENSOR_COLUMN, INPUT_TENSOR_SHAPE, OUTPUT,
       OUTPUT_FORMAT, OUTPUT_COMPRESSION, OUTPUT_LAYOUT, OUTPUT_ROW_BYTES, MODE, DEVICE, BATCH_SIZE, CPU_THREADS,
-      GPU_MEMORY_FRACTION, MEMORY_BUDGET, NPY_MAX_HEADER, OUTPUT_SHARED_FS, RESOURCE_TIMEOUT);
+      GPU_MEMORY_FRACTION, GPU_PINNED_POOL, MEMORY_BUDGET, NPY_MAX_HEADER, OUTPUT_SHARED_FS, RESOURCE_TIMEOUT);
 
   /** Keys of earlier versions, with what replaced them (named in the error a stale key gets). */
   public static final java.util.Map<String, String> RENAMED = java.util.Map.of(

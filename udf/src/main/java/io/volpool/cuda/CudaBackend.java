@@ -14,6 +14,7 @@ import io.volpool.backend.PlaneSink;
 import io.volpool.backend.PlaneSource;
 import io.volpool.backend.SlabRun;
 import io.volpool.backend.VolumePlan;
+import io.volpool.memory.Arena;
 import io.volpool.memory.BufferPool;
 import io.volpool.memory.MemoryBudget;
 import io.volpool.op.Pipeline;
@@ -56,8 +57,19 @@ public final class CudaBackend implements Backend {
   private final BufferPool<PinnedKey, PinnedBlock> pinned;
   private boolean closed;
 
-  /** One pinned host allocation and a little-endian view of it. */
-  record PinnedBlock(Pointer pointer, ByteBuffer buffer, CudaDevice owner) {}
+  /**
+   * One pinned host allocation and a little-endian view of it: its own ({@code poolOffset} -1) or a
+   * block of the pinned pool at {@code poolOffset}.
+   */
+  record PinnedBlock(Pointer pointer, ByteBuffer buffer, CudaDevice owner, long poolOffset) {}
+
+  /** The pinned pool {@link #warm} allocated: one portable allocation that blocks are carved from. */
+  private record PinnedPool(Pointer base, CudaDevice owner, Arena arena) {}
+
+  private volatile PinnedPool pool;
+  /** Pinned blocks allocated so far: carved from the pool, and allocated on their own. */
+  private final java.util.concurrent.atomic.AtomicLong poolBlocks = new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong ownBlocks = new java.util.concurrent.atomic.AtomicLong();
 
   /** Pinned blocks are allocated and freed in the context of the device whose batches use them. */
   record PinnedKey(int device, long bytes) {}
@@ -75,16 +87,28 @@ public final class CudaBackend implements Backend {
       @Override
       public PinnedBlock allocate(PinnedKey key) {
         long bytes = key.bytes();
+        PinnedPool pp = pool;
+        long at = pp == null ? -1 : pp.arena().take(bytes);
+        if (at >= 0) {
+          poolBlocks.incrementAndGet();
+          return new PinnedBlock(pp.base().withByteOffset(at), pp.base().getByteBuffer(at, bytes)
+              .order(ByteOrder.LITTLE_ENDIAN), pp.owner(), at);
+        }
         CudaDevice d = device(key.device());
         d.makeCurrent();
         Pointer p = new Pointer();
         Cuda.check(cuMemHostAlloc(p, bytes, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE),
             "cuMemHostAlloc(" + CudaExecutor.mib(bytes) + " pinned)");
-        return new PinnedBlock(p, p.getByteBuffer(0, bytes).order(ByteOrder.LITTLE_ENDIAN), d);
+        ownBlocks.incrementAndGet();
+        return new PinnedBlock(p, p.getByteBuffer(0, bytes).order(ByteOrder.LITTLE_ENDIAN), d, -1);
       }
 
       @Override
       public void free(PinnedBlock b) {
+        if (b.poolOffset() >= 0) {
+          pool.arena().give(b.poolOffset());
+          return;
+        }
         b.owner().makeCurrent();
         Cuda.check(cuMemFreeHost(b.pointer()), "cuMemFreeHost(pinned)");
       }
@@ -298,6 +322,38 @@ public final class CudaBackend implements Backend {
     return th;
   });
 
+  /**
+   * Opens {@code devices} (primary context, kernel module) and, the first time with
+   * {@code pinnedPoolBytes} > 0, allocates the pinned pool that later blocks are carved from (a
+   * block that does not fit it is allocated on its own, as without a pool).
+   */
+  @Override
+  public synchronized String warm(java.util.List<Integer> devices, long pinnedPoolBytes) {
+    long t0 = System.nanoTime();
+    java.util.List<String> names = new java.util.ArrayList<>();
+    for (int o : devices) {
+      names.add(name(o));
+    }
+    long t1 = System.nanoTime();
+    String what = "CUDA device(s) " + names + " opened (context, kernels) in " + (t1 - t0) / 1_000_000 + " ms";
+    if (pinnedPoolBytes > 0 && pool == null) {
+      CudaDevice d = device(devices.isEmpty() ? 0 : devices.get(0));
+      d.makeCurrent();
+      Pointer p = new Pointer();
+      Cuda.check(cuMemHostAlloc(p, pinnedPoolBytes, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc("
+          + CudaExecutor.mib(pinnedPoolBytes) + " pinned pool, " + io.volpool.conf.VolpoolOptions.GPU_PINNED_POOL.key()
+          + "; lower it if the host has less free memory)");
+      pool = new PinnedPool(p, d, new Arena(pinnedPoolBytes, 4096));
+      what += ", pinned pool of " + CudaExecutor.mib(pinnedPoolBytes) + " in " + (System.nanoTime() - t1) / 1_000_000 + " ms";
+    }
+    return what;
+  }
+
+  /** Pinned blocks allocated so far: {carved from the pool, allocated on their own}. */
+  public long[] pinnedBlocks() {
+    return new long[] {poolBlocks.get(), ownBlocks.get()};
+  }
+
   @Override
   public int deviceFor(String gpuAddress) {
     return DeviceAssignment.ordinal(gpuAddress, System.getenv("CUDA_VISIBLE_DEVICES"), deviceCount);
@@ -323,6 +379,12 @@ public final class CudaBackend implements Backend {
     slabReader.shutdownNow();
     pinned.close();
     closed = true;
+    PinnedPool pp = pool;
+    if (pp != null && pp.arena().used() == 0) {
+      // blocks still out (a task running at shutdown) keep the pool: the process is ending
+      pp.owner().makeCurrent();
+      Cuda.check(cuMemFreeHost(pp.base()), "cuMemFreeHost(pinned pool)");
+    }
     for (CudaDevice d : devices.values()) {
       d.close();
     }

@@ -36,7 +36,8 @@ public final class Backends {
    * @throws IllegalStateException for {@code gpu} when no usable CUDA device exists, with the reason
    */
   public static synchronized Backend get(String device, int cpuThreads, double gpuMemoryFraction, MemoryBudget budget) {
-    String key = device + "/" + cpuThreads + "/" + gpuMemoryFraction;
+    // the GPU backend does not depend on the CPU threads: a warm-up that resolved them otherwise still finds it
+    String key = device.equals("gpu") ? device + "/" + gpuMemoryFraction : device + "/" + cpuThreads + "/" + gpuMemoryFraction;
     Backend b = CACHE.get(key);
     if (b != null && BUDGETS.get(key) != budget) {
       // the budget was resized between jobs of this JVM: the backend's pools must draw on the new one
@@ -83,6 +84,50 @@ public final class Backends {
       default:
         throw new IllegalArgumentException(VolpoolOptions.DEVICE.key() + " must be auto, cpu or gpu, got '" + device + "'");
     }
+  }
+
+  private static volatile String lastWarmUp;
+
+  /**
+   * Warms this JVM's backend for these settings before tasks come, on a thread of its own: the GPU
+   * backend opens the devices of {@code gpuAddresses} (Spark's addresses; none: device 0) and
+   * allocates the pinned pool ({@link Backend#warm}). Called by {@code VolpoolPlugin} when an
+   * executor starts and by the job in local mode while it plans. A task asking for the backend
+   * meanwhile waits for the warm-up to finish; a warm-up that fails is logged, and the task meets
+   * the same failure with its own message.
+   *
+   * @return the warm-up thread (tests join it)
+   */
+  public static Thread warmInBackground(String device, int cpuThreads, double gpuMemoryFraction, long budgetBytes,
+      long pinnedPoolBytes, java.util.List<String> gpuAddresses) {
+    Thread t = new Thread(() -> {
+      long t0 = System.nanoTime();
+      try {
+        String what;
+        synchronized (Backends.class) {
+          Backend b = get(device, cpuThreads, gpuMemoryFraction, MemoryBudget.forJvm(budgetBytes));
+          java.util.List<Integer> devices = new java.util.ArrayList<>();
+          for (String a : gpuAddresses.isEmpty() ? java.util.List.of("") : gpuAddresses) {
+            devices.add(b.deviceFor(a.isEmpty() ? null : a));
+          }
+          what = b.warm(devices, pinnedPoolBytes);
+        }
+        lastWarmUp = what;
+        LOG.info("volpool warm-up done in {} ms: {}", (System.nanoTime() - t0) / 1_000_000, what);
+      } catch (RuntimeException | LinkageError e) {
+        lastWarmUp = "failed: " + e;
+        LOG.warn("volpool warm-up failed after {} ms (tasks open the backend themselves and say why if they cannot): {}",
+            (System.nanoTime() - t0) / 1_000_000, e.toString());
+      }
+    }, "volpool-warm-up");
+    t.setDaemon(true);
+    t.start();
+    return t;
+  }
+
+  /** What the last warm-up of this JVM did ("failed: ..." when it failed), or null when none ran. */
+  public static String lastWarmUp() {
+    return lastWarmUp;
   }
 
   /**

@@ -169,6 +169,7 @@ public final class JobSettings {
     batchSize();
     cpuThreads();
     gpuMemoryFraction();
+    gpuPinnedPoolBytes();
     memoryBudget();
     outputRowBytes();
     outputLayout();
@@ -279,6 +280,11 @@ public final class JobSettings {
 
   public double gpuMemoryFraction() {
     return VolpoolOptions.GPU_MEMORY_FRACTION.get(values);
+  }
+
+  /** Bytes of the pinned pool allocated when an executor (or, in local mode, the job) starts; 0: none. */
+  public long gpuPinnedPoolBytes() {
+    return VolpoolOptions.GPU_PINNED_POOL.get(values);
   }
 
   public int npyMaxHeaderBytes() {

@@ -1,0 +1,72 @@
+package io.volpool.spark;
+
+import io.volpool.conf.VolpoolOptions;
+import io.volpool.exec.Backends;
+import io.volpool.memory.MemoryBudget;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.SparkConf;
+import org.apache.spark.api.plugin.DriverPlugin;
+import org.apache.spark.api.plugin.ExecutorPlugin;
+import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.api.plugin.SparkPlugin;
+import org.apache.spark.resource.ResourceInformation;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.Tuple2;
+
+/**
+ * Warm executors ({@code spark.plugins=io.volpool.spark.VolpoolPlugin}): when an executor starts,
+ * before tasks arrive, it opens the executor's GPUs (CUDA context, kernels) and allocates the
+ * pinned pool ({@code spark.volpool.gpu.pinnedPool.size}) on a thread of its own, as spark-rapids
+ * does with its pinned pool, so the first tasks do not pay for them. The settings are the job's
+ * {@code spark.volpool.*} keys as the executor sees them. In local mode the job does the same
+ * when it starts, with the settings it resolved; the plugin then does nothing. No driver side.
+ */
+public final class VolpoolPlugin implements SparkPlugin {
+  private static final Logger LOG = LoggerFactory.getLogger(VolpoolPlugin.class);
+
+  @Override
+  public DriverPlugin driverPlugin() {
+    return null;
+  }
+
+  @Override
+  public ExecutorPlugin executorPlugin() {
+    return new ExecutorPlugin() {
+      @Override
+      public void init(PluginContext ctx, Map<String, String> extraConf) {
+        if ("driver".equals(ctx.executorID())) {
+          LOG.info("volpool plugin: local mode, the job warms the backend when it starts");
+          return;
+        }
+        warm(ctx.conf(), ctx.resources());
+      }
+    };
+  }
+
+  /** Starts the warm-up for {@code conf} and this executor's {@code resources}; null when there is nothing to warm. */
+  static Thread warm(SparkConf conf, Map<String, ResourceInformation> resources) {
+    Map<String, String> values = new HashMap<>();
+    for (Tuple2<String, String> kv : conf.getAllWithPrefix(VolpoolOptions.PREFIX)) {
+      values.put(VolpoolOptions.PREFIX + kv._1(), kv._2());
+    }
+    String device = VolpoolOptions.DEVICE.get(values);
+    if (device.equals("cpu")) {
+      LOG.info("volpool plugin: {}=cpu, nothing to warm", VolpoolOptions.DEVICE.key());
+      return null;
+    }
+    long budget = VolpoolOptions.MEMORY_BUDGET.get(values);
+    List<String> gpus = new ArrayList<>();
+    ResourceInformation gpu = resources == null ? null : resources.get("gpu");
+    if (gpu != null) {
+      gpus.addAll(List.of(gpu.addresses()));
+    }
+    int threads = RunSpec.executorThreads(VolpoolOptions.CPU_THREADS.get(values), conf,
+        Runtime.getRuntime().availableProcessors());
+    return Backends.warmInBackground(device, threads, VolpoolOptions.GPU_MEMORY_FRACTION.get(values),
+        budget > 0 ? budget : MemoryBudget.defaultLimit(), VolpoolOptions.GPU_PINNED_POOL.get(values), gpus);
+  }
+}

@@ -1,0 +1,60 @@
+package io.volpool.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.volpool.cpu.CpuBackend;
+import io.volpool.memory.MemoryBudget;
+import io.volpool.op.Pipeline;
+import io.volpool.op.VolumeShape;
+import io.volpool.ops.avgpool3d.AvgPool3dSpec;
+import io.volpool.testing.RandomData;
+import io.volpool.testing.Tolerance;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The pinned pool of a warmed backend ({@code spark.volpool.gpu.pinnedPool.size}): batches carve
+ * their staging buffers from it instead of allocating pinned memory, and give the same results as
+ * a backend without one; a block larger than what is left is allocated on its own. Skipped without
+ * a GPU.
+ */
+class CudaPinnedPoolTest {
+  private static final Pipeline POOL = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
+  private static final VolumeShape IN = new VolumeShape(2, 9, 11, 68);
+
+  private static float[] input(int n) {
+    return RandomData.uniform(new SplittableRandom(11), n * IN.numel(), -2, 2);
+  }
+
+  @Test
+  void batchesCarveTheirPinnedBuffersFromThePoolAndGiveTheSameResults() throws Exception {
+    CudaBackend plain = Gpu.backend();
+    float[] x = input(6);
+    try (CudaBackend b = CudaBackend.create(0.5, new MemoryBudget(512L << 20))) {
+      String what = b.warm(List.of(0), 256L << 20);
+      assertThat(what).contains("opened").contains("pinned pool of 256");
+      float[] got = CudaGoldenTest.runOnGpu(b, POOL, IN, x, 6, 2, 4);
+      assertThat(b.pinnedBlocks()[0]).as("pinned blocks carved from the pool").isPositive();
+      assertThat(b.pinnedBlocks()[1]).as("pinned blocks allocated on their own").isZero();
+      assertThat(got).as("the same bytes as a backend without a pool")
+          .isEqualTo(CudaGoldenTest.runOnGpu(plain, POOL, IN, x, 6, 2, 4));
+      try (CpuBackend ref = CpuBackend.reference()) {
+        Tolerance.assertClose(got, ref.run(POOL, IN, x, 6), "avgpool3d through pooled pinned buffers");
+      }
+    }
+  }
+
+  @Test
+  void aBlockLargerThanWhatThePoolHasLeftIsAllocatedOnItsOwn() throws Exception {
+    CudaBackend plain = Gpu.backend();
+    float[] x = input(6);
+    try (CudaBackend b = CudaBackend.create(0.5, new MemoryBudget(512L << 20))) {
+      b.warm(List.of(0), 4096);
+      float[] got = CudaGoldenTest.runOnGpu(b, POOL, IN, x, 6, 2, 4);
+      assertThat(b.pinnedBlocks()[0]).as("no batch fits a pool of one page").isZero();
+      assertThat(b.pinnedBlocks()[1]).isPositive();
+      assertThat(got).isEqualTo(CudaGoldenTest.runOnGpu(plain, POOL, IN, x, 6, 2, 4));
+    }
+  }
+}
