@@ -77,6 +77,14 @@ echo "    16 x 512 MiB read" | tee -a "$LOG"
 NPY="--conf spark.volpool.input.format=npy --conf spark.volpool.output.format=npy"
 job whole-64 /dev/shm/slab-ref /dev/shm/slab-out-whole avgpool3d $NPY
 job slabs-64m /dev/shm/slab-ref /dev/shm/slab-out-64m avgpool3d $NPY --conf spark.volpool.memory.budget=64m
+# the same two with the pinned pool the warm-up allocates (issue 15): no cuMemHostAlloc in the tasks
+job whole-64-pool /dev/shm/slab-ref /dev/shm/slab-out-whole-pool avgpool3d $NPY --conf spark.volpool.gpu.pinnedPool.size=8g
+job slabs-64m-pool /dev/shm/slab-ref /dev/shm/slab-out-64m-pool avgpool3d $NPY --conf spark.volpool.memory.budget=64m \
+  --conf spark.volpool.gpu.pinnedPool.size=64m
+for o in whole-pool 64m-pool; do  # checked and removed now: /dev/shm holds 64 GiB
+  [ -d /dev/shm/slab-out-$o ] && (cd /dev/shm/slab-out-$o && sha256sum *.npy | sha256sum | sed "s/-$/slab-out-$o/") | tee -a "$LOG"
+  rm -rf /dev/shm/slab-out-$o
+done
 job slabs-160m /dev/shm/slab-ref /dev/shm/slab-out-160m avgpool3d $NPY --conf spark.volpool.memory.budget=160m
 # the same two task slots for both (a 64 MiB budget admits two slab runs at once): the slab machinery alone
 MASTER='local[2]' job whole-64-2slots /dev/shm/slab-ref /dev/shm/slab-out-whole2 avgpool3d $NPY

@@ -5,7 +5,8 @@
 # CPU), datapath (the host loop, then scripts/bench-datapath.sh: the job beside Spark's own copy and
 # the bare page reader on /dev/shm), multigpu (scripts/bench-multigpu.sh: one GPU against two, as two
 # standalone workers and as one executor), maxpool (maxpool3d's kernels beside PyTorch's), profile
-# (Nsight Compute on the fast kernels), all (tests + bench). Logs go to $OUT.
+# (Nsight Compute on the fast kernels), warm (a 1,024-volume job as a process, without and with the
+# pinned pool), all (tests + bench). Logs go to $OUT.
 set -uo pipefail
 what=${1:-all}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -35,6 +36,25 @@ if [ "$what" = datapath ]; then
 fi
 if [ "$what" = multigpu ]; then
   bash scripts/bench-multigpu.sh
+fi
+if [ "$what" = warm ]; then
+  # the fixed cost (issue 15): a 1,024-volume job as a whole process, without and with the pinned pool
+  # that the warm-up allocates while the job plans; three rounds, alternating
+  "$J" -Xmx16g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.SampleData /dev/shm/warm-vols 1024 16 2>&1 | tail -1
+  for i in 1 2 3; do
+    for pool in 0 2g; do
+      t0=$(date +%s.%N)
+      "$J" -Xmx48g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.VolpoolMain \
+        --master 'local[16]' --conf spark.volpool.input=/dev/shm/warm-vols --conf spark.volpool.output=/dev/shm/warm-out \
+        --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.output.mode=overwrite \
+        --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors --conf spark.ui.enabled=false \
+        --conf spark.volpool.gpu.pinnedPool.size=$pool > /tmp/warm.log 2>&1
+      rc=$?; t1=$(date +%s.%N)
+      { echo "== round $i pinnedPool.size=$pool rc=$rc process $(python3 -c "print(round($t1-$t0,2))") s"
+        grep -E "warm-up|wall time|timeline|allocat|wait for budget|volumes  " /tmp/warm.log; } | tee -a "$OUT/warm.log"
+      cat /tmp/warm.log >> "$OUT/warm-full.log"
+    done
+  done
 fi
 if [ "$what" = e2e ]; then
   "$J" -Xmx16g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.SampleData /tmp/vols "${E2E_VOLUMES:-8192}" "${E2E_FILES:-16}" 2>&1 | tail -2

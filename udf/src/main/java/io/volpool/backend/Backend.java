@@ -25,11 +25,13 @@ public interface Backend extends AutoCloseable {
    * volume would need more than a batch may hold (host budget, device memory, or one buffer).
    *
    * @param batchSize the user's batch size, or 0 for the backend's choice
+   * @param volumesAtMost the most volumes the task will bring (0: unknown): a batch the backend
+   *     chooses is never larger, so a small task does not allocate (and pin) room it never fills
    * @param outputGap bytes before each output volume (a Parquet value's length prefix)
    * @throws IllegalArgumentException when the pipeline cannot take this shape
    * @throws io.volpool.memory.MemoryBudgetException when not even a slab of one output plane fits
    */
-  VolumePlan plan(Pipeline pipeline, VolumeShape input, int batchSize, int device, int outputGap,
+  VolumePlan plan(Pipeline pipeline, VolumeShape input, int batchSize, long volumesAtMost, int device, int outputGap,
       io.volpool.memory.MemoryBudget budget);
 
   /**

@@ -196,7 +196,8 @@ public final class CpuBackend implements Backend {
   private static final long MAX_ARRAY = Integer.MAX_VALUE - 8;
 
   @Override
-  public VolumePlan plan(Pipeline pipeline, VolumeShape input, int batchSize, int device, int outputGap, MemoryBudget budget) {
+  public VolumePlan plan(Pipeline pipeline, VolumeShape input, int batchSize, long volumesAtMost, int device, int outputGap,
+      MemoryBudget budget) {
     List<VolumeShape> shapes = pipeline.shapes(input);
     VolumeShape o = shapes.get(shapes.size() - 1);
     long largest = shapes.stream().mapToLong(VolumeShape::numel).max().orElseThrow();
@@ -215,7 +216,7 @@ public final class CpuBackend implements Backend {
     }
     long auto = Math.max(1, Math.min(1024, AUTO_BATCH_BYTES / (largest * Float.BYTES)));
     long byBudget = Math.max(1, budget.maxRequest() / one);
-    int n = (int) Math.max(1, Math.min(Math.min(auto, byBudget), fit));
+    int n = (int) Math.max(1, Math.min(Math.min(Math.min(auto, byBudget), fit), volumesAtMost > 0 ? volumesAtMost : fit));
     return VolumePlan.whole(n, "about " + MemoryBudget.mib(AUTO_BATCH_BYTES) + " per stage array, within one request of"
         + " the memory budget");
   }

@@ -23,6 +23,7 @@ import io.volpool.op.VolumeShape;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import jcuda.Pointer;
 import jcuda.driver.CUresult;
@@ -58,15 +59,23 @@ public final class CudaBackend implements Backend {
   private boolean closed;
 
   /**
-   * One pinned host allocation and a little-endian view of it: its own ({@code poolOffset} -1) or a
-   * block of the pinned pool at {@code poolOffset}.
+   * One pinned host allocation and a little-endian view of it: its own ({@code pool} null) or a
+   * block of a chunk of the pinned pool at {@code poolOffset}.
    */
-  record PinnedBlock(Pointer pointer, ByteBuffer buffer, CudaDevice owner, long poolOffset) {}
+  record PinnedBlock(Pointer pointer, ByteBuffer buffer, CudaDevice owner, PinnedChunk pool, long poolOffset) {}
 
-  /** The pinned pool {@link #warm} allocated: one portable allocation that blocks are carved from. */
-  private record PinnedPool(Pointer base, CudaDevice owner, Arena arena) {}
+  /** A chunk of the pinned pool {@link #warm} allocated: one portable allocation that blocks are carved from. */
+  record PinnedChunk(Pointer base, CudaDevice owner, Arena arena) {}
 
-  private volatile PinnedPool pool;
+  /**
+   * Bytes of one chunk of the pinned pool: JCuda views a host allocation as one ByteBuffer, whose
+   * capacity is an int, so a larger pool is several allocations (a 2 GiB one came back with capacity
+   * 0 on the H200 and every block carved from it failed).
+   */
+  static final long POOL_CHUNK = 1L << 30;
+
+  /** The chunks of the pinned pool; empty without one. */
+  private volatile List<PinnedChunk> pool = List.of();
   /** Pinned blocks allocated so far: carved from the pool, and allocated on their own. */
   private final java.util.concurrent.atomic.AtomicLong poolBlocks = new java.util.concurrent.atomic.AtomicLong();
   private final java.util.concurrent.atomic.AtomicLong ownBlocks = new java.util.concurrent.atomic.AtomicLong();
@@ -87,12 +96,13 @@ public final class CudaBackend implements Backend {
       @Override
       public PinnedBlock allocate(PinnedKey key) {
         long bytes = key.bytes();
-        PinnedPool pp = pool;
-        long at = pp == null ? -1 : pp.arena().take(bytes);
-        if (at >= 0) {
-          poolBlocks.incrementAndGet();
-          return new PinnedBlock(pp.base().withByteOffset(at), pp.base().getByteBuffer(at, bytes)
-              .order(ByteOrder.LITTLE_ENDIAN), pp.owner(), at);
+        for (PinnedChunk c : pool) {
+          long at = c.arena().take(bytes);
+          if (at >= 0) {
+            poolBlocks.incrementAndGet();
+            return new PinnedBlock(c.base().withByteOffset(at), c.base().getByteBuffer(at, bytes)
+                .order(ByteOrder.LITTLE_ENDIAN), c.owner(), c, at);
+          }
         }
         CudaDevice d = device(key.device());
         d.makeCurrent();
@@ -100,13 +110,13 @@ public final class CudaBackend implements Backend {
         Cuda.check(cuMemHostAlloc(p, bytes, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE),
             "cuMemHostAlloc(" + CudaExecutor.mib(bytes) + " pinned)");
         ownBlocks.incrementAndGet();
-        return new PinnedBlock(p, p.getByteBuffer(0, bytes).order(ByteOrder.LITTLE_ENDIAN), d, -1);
+        return new PinnedBlock(p, p.getByteBuffer(0, bytes).order(ByteOrder.LITTLE_ENDIAN), d, null, -1);
       }
 
       @Override
       public void free(PinnedBlock b) {
-        if (b.poolOffset() >= 0) {
-          pool.arena().give(b.poolOffset());
+        if (b.pool() != null) {
+          b.pool().arena().give(b.poolOffset());
           return;
         }
         b.owner().makeCurrent();
@@ -220,8 +230,8 @@ public final class CudaBackend implements Backend {
   static final long MAX_BATCH_OUTPUT = Integer.MAX_VALUE - (64L << 20);
 
   @Override
-  public VolumePlan plan(Pipeline pipeline, VolumeShape input, int batchSize, int device, int outputGap,
-      MemoryBudget budget) {
+  public VolumePlan plan(Pipeline pipeline, VolumeShape input, int batchSize, long volumesAtMost, int device,
+      int outputGap, MemoryBudget budget) {
     KernelPlan plan = KernelPlan.of(pipeline, input);
     CudaDevice d = device(device);
     long perVolume = deviceBytesPerVolume(plan);
@@ -258,6 +268,10 @@ public final class CudaBackend implements Backend {
     long byInput = AUTO_PINNED_PER_BATCH / plan.shapes().get(0).bytes();
     long byOutput = Math.min(AUTO_PINNED_PER_BATCH, budget.maxRequest() / 2) / plan.shapes().get(plan.outputBuffer()).bytes();
     long n = Math.max(1, Math.min(Math.min(1024, fit), Math.min(byDevice, Math.min(byInput, byOutput))));
+    if (volumesAtMost > 0 && volumesAtMost < n) {
+      // a task of fewer volumes: a batch of all of them, no pinned room it would never fill
+      return VolumePlan.whole((int) volumesAtMost, "all " + volumesAtMost + " volumes of the task in one batch");
+    }
     while (n > 1 && CudaExecutor.pinnedBytes(plan, (int) n, outputGap) > budget.maxRequest()) {
       n = Math.max(1, n / 2);
     }
@@ -336,17 +350,37 @@ public final class CudaBackend implements Backend {
     }
     long t1 = System.nanoTime();
     String what = "CUDA device(s) " + names + " opened (context, kernels) in " + (t1 - t0) / 1_000_000 + " ms";
-    if (pinnedPoolBytes > 0 && pool == null) {
+    if (pinnedPoolBytes > 0 && pool.isEmpty()) {
       CudaDevice d = device(devices.isEmpty() ? 0 : devices.get(0));
       d.makeCurrent();
-      Pointer p = new Pointer();
-      Cuda.check(cuMemHostAlloc(p, pinnedPoolBytes, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc("
-          + CudaExecutor.mib(pinnedPoolBytes) + " pinned pool, " + io.volpool.conf.VolpoolOptions.GPU_PINNED_POOL.key()
-          + "; lower it if the host has less free memory)");
-      pool = new PinnedPool(p, d, new Arena(pinnedPoolBytes, 4096));
-      what += ", pinned pool of " + CudaExecutor.mib(pinnedPoolBytes) + " in " + (System.nanoTime() - t1) / 1_000_000 + " ms";
+      List<PinnedChunk> chunks = new java.util.ArrayList<>();
+      for (long size : poolChunks(pinnedPoolBytes)) {
+        Pointer p = new Pointer();
+        int r = cuMemHostAlloc(p, size, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE);
+        if (r != jcuda.driver.CUresult.CUDA_SUCCESS) {
+          for (PinnedChunk c : chunks) {
+            cuMemFreeHost(c.base());
+          }
+          Cuda.check(r, "cuMemHostAlloc(" + CudaExecutor.mib(size) + " of the " + CudaExecutor.mib(pinnedPoolBytes)
+              + " pinned pool, " + io.volpool.conf.VolpoolOptions.GPU_PINNED_POOL.key() + "; lower it if the host has"
+              + " less free memory)");
+        }
+        chunks.add(new PinnedChunk(p, d, new Arena(size, 4096)));
+      }
+      pool = List.copyOf(chunks);
+      what += ", pinned pool of " + CudaExecutor.mib(pinnedPoolBytes) + " (" + chunks.size() + " allocation(s)) in "
+          + (System.nanoTime() - t1) / 1_000_000 + " ms";
     }
     return what;
+  }
+
+  /** The sizes of the allocations of a pinned pool of {@code bytes}: chunks of {@link #POOL_CHUNK} and the rest. */
+  static List<Long> poolChunks(long bytes) {
+    List<Long> sizes = new java.util.ArrayList<>();
+    for (long left = bytes; left > 0; left -= POOL_CHUNK) {
+      sizes.add(Math.min(left, POOL_CHUNK));
+    }
+    return sizes;
   }
 
   /** Pinned blocks allocated so far: {carved from the pool, allocated on their own}. */
@@ -379,11 +413,12 @@ public final class CudaBackend implements Backend {
     slabReader.shutdownNow();
     pinned.close();
     closed = true;
-    PinnedPool pp = pool;
-    if (pp != null && pp.arena().used() == 0) {
-      // blocks still out (a task running at shutdown) keep the pool: the process is ending
-      pp.owner().makeCurrent();
-      Cuda.check(cuMemFreeHost(pp.base()), "cuMemFreeHost(pinned pool)");
+    for (PinnedChunk c : pool) {
+      if (c.arena().used() == 0) {
+        // a chunk with blocks still out (a task running at shutdown) stays: the process is ending
+        c.owner().makeCurrent();
+        Cuda.check(cuMemFreeHost(c.base()), "cuMemFreeHost(pinned pool)");
+      }
     }
     for (CudaDevice d : devices.values()) {
       d.close();

@@ -313,7 +313,7 @@ public final class BatchRunner implements TaskRun {
   private VolumePlan planFor(VolumeShape s, String record) {
     if (!s.equals(planShape)) {
       try {
-        plan = backend.plan(spec.pipeline(), s, spec.batchSize(), device, outputGap, budget);
+        plan = backend.plan(spec.pipeline(), s, spec.batchSize(), input.volumesAtMost(), device, outputGap, budget);
       } catch (IllegalArgumentException e) {
         throw new BadRecordException(record, "shape " + s + " cannot go through pipeline " + spec.pipeline().describe()
             + ": " + e.getMessage(), e);

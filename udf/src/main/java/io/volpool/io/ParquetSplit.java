@@ -11,4 +11,9 @@ import java.io.Serializable;
  * @param start first byte of the range
  * @param length bytes in the range
  */
-public record ParquetSplit(String path, String relative, long start, long length) implements Serializable {}
+public record ParquetSplit(String path, String relative, long start, long length, long rows) implements Serializable {
+  /** A split whose row count is not known ({@code rows} 0). */
+  public ParquetSplit(String path, String relative, long start, long length) {
+    this(path, relative, start, length, 0);
+  }
+}

@@ -60,6 +60,19 @@ public final class ParquetVolumeInput implements VolumeInput {
   private PageGate gate = PageGate.UNLIMITED;
   private Row last;
 
+  /** The rows of the task's splits as the driver planned them (0 when any split's count is unknown). */
+  @Override
+  public long volumesAtMost() {
+    long n = 0;
+    for (ParquetSplit s : splits) {
+      if (s.rows() <= 0) {
+        return 0;
+      }
+      n += s.rows();
+    }
+    return n;
+  }
+
   public ParquetVolumeInput(List<ParquetSplit> splits, TensorLayout layout, Configuration conf, PhaseTimes times) {
     this.splits = splits;
     this.layout = layout;

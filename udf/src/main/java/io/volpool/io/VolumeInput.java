@@ -13,6 +13,11 @@ public interface VolumeInput extends AutoCloseable {
   /** Volumes returned so far. */
   long volumes();
 
+  /** The most volumes this input holds, when known before reading (Parquet rows from the footers); 0 when not. */
+  default long volumesAtMost() {
+    return 0;
+  }
+
   @Override
   void close();
 }

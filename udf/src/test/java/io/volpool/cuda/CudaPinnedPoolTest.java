@@ -46,6 +46,30 @@ class CudaPinnedPoolTest {
   }
 
   @Test
+  void aPoolOfSeveralGigabytesIsSeveralAllocationsOfAtMostOneGibibyte() {
+    // JCuda views each host allocation as one ByteBuffer (an int capacity): 2 GiB in one came back with capacity 0
+    assertThat(CudaBackend.poolChunks(2560L << 20)).containsExactly(1L << 30, 1L << 30, 512L << 20);
+    assertThat(CudaBackend.poolChunks(64L << 20)).containsExactly(64L << 20);
+    assertThat(CudaBackend.poolChunks(2L << 30)).containsExactly(1L << 30, 1L << 30);
+  }
+
+  @Test
+  void aPoolLargerThanTwoGibibytesServesBatches() throws Exception {
+    // the H200 run of 2026-12-01 with an 8 GiB pool in one allocation failed every batch ("newLimit > capacity")
+    CudaBackend plain = Gpu.backend();
+    VolumeShape big = new VolumeShape(4, 32, 128, 256);
+    float[] x = RandomData.uniform(new SplittableRandom(5), 12 * big.numel(), -2, 2);
+    try (CudaBackend b = CudaBackend.create(0.5, new MemoryBudget(8L << 30))) {
+      assertThat(b.warm(List.of(0), 2560L << 20)).contains("pinned pool of 2560").contains("(3 allocation(s))");
+      // batches of 4 volumes of 16 MiB: pinned blocks of about 80 MiB, all carved from the pool
+      float[] got = CudaGoldenTest.runOnGpu(b, POOL, big, x, 12, 4, 4);
+      assertThat(b.pinnedBlocks()[0]).isPositive();
+      assertThat(b.pinnedBlocks()[1]).isZero();
+      assertThat(got).isEqualTo(CudaGoldenTest.runOnGpu(plain, POOL, big, x, 12, 4, 4));
+    }
+  }
+
+  @Test
   void aBlockLargerThanWhatThePoolHasLeftIsAllocatedOnItsOwn() throws Exception {
     CudaBackend plain = Gpu.backend();
     float[] x = input(6);

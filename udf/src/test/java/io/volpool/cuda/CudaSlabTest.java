@@ -117,11 +117,11 @@ class CudaSlabTest {
     Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
     VolumeShape big = new VolumeShape(4, 64, 64, 128); // 8 MiB
     MemoryBudget budget = new MemoryBudget(4L << 20);
-    var plan = b.plan(p, big, 0, 0, 4, budget);
+    var plan = b.plan(p, big, 0, 0, 0, 4, budget);
     assertThat(plan.slabbed()).as(plan.why()).isTrue();
     assertThat(b.slabBytes(new SlabPlan(p, big), plan.slabPlanes())).isLessThanOrEqualTo(budget.maxRequest());
     assertThat(b.slabBytes(new SlabPlan(p, big), plan.slabPlanes() + 1)).isGreaterThan(budget.maxRequest());
-    var wholePlan = b.plan(p, big, 0, 0, 4, new MemoryBudget(1L << 34));
+    var wholePlan = b.plan(p, big, 0, 0, 0, 4, new MemoryBudget(1L << 34));
     assertThat(wholePlan.slabbed()).as(wholePlan.why()).isFalse();
     // and the slabs it chose give the whole volume's bytes
     float[] x = RandomData.uniform(new SplittableRandom(5), big.numel(), -1, 1);

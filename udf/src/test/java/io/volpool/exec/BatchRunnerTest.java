@@ -280,6 +280,17 @@ class BatchRunnerTest {
   }
 
   @Test
+  void anAutomaticBatchIsNeverLargerThanTheVolumesTheTaskHolds() {
+    VolumeShape s = new VolumeShape(2, 8, 8, 8);
+    MemoryBudget budget = new MemoryBudget(1L << 30);
+    try (CpuBackend cpu = CpuBackend.fast(1, budget)) {
+      assertThat(cpu.plan(POOL, s, 0, 0, 0, 4, budget).batch()).as("unknown count").isGreaterThan(64);
+      assertThat(cpu.plan(POOL, s, 0, 64, 0, 4, budget).batch()).as("a task of 64 volumes").isEqualTo(64);
+      assertThat(cpu.plan(POOL, s, 100, 64, 0, 4, budget).batch()).as("a batch size the user set is kept").isEqualTo(100);
+    }
+  }
+
+  @Test
   void anAutomaticBatchSizeFitsOneRequestOfTheBudget() {
     // the CPU backend suggests 64 MiB batches; a 1 MB budget admits 500 KB at once
     VolumeShape s = new VolumeShape(1, 8, 16, 16);
@@ -289,10 +300,10 @@ class BatchRunnerTest {
     EngineSpec spec = new EngineSpec(POOL, 0, 4, 512L << 20, false);
     try (CpuBackend cpu = CpuBackend.fast(1, budget);
         BatchRunner r = new BatchRunner(input(shapes, 5, 0), cpu, 0, spec, budget, new TaskState(), "test", ScratchFiles.TEMP)) {
-      int unbounded = cpu.plan(POOL, s, 0, 0, 4, new MemoryBudget(1L << 40)).batch();
+      int unbounded = cpu.plan(POOL, s, 0, 0, 0, 4, new MemoryBudget(1L << 40)).batch();
       assertThat(CpuBackend.batchBytes(POOL, s, unbounded, 4)).as("the plan's batch under a large budget")
           .isGreaterThan(budget.maxRequest());
-      assertThat(CpuBackend.batchBytes(POOL, s, cpu.plan(POOL, s, 0, 0, 4, budget).batch(), 4))
+      assertThat(CpuBackend.batchBytes(POOL, s, cpu.plan(POOL, s, 0, 0, 0, 4, budget).batch(), 4))
           .isLessThanOrEqualTo(budget.maxRequest());
       BatchRunner.Finished f;
       while ((f = r.next()) != null) {

@@ -133,6 +133,7 @@ public final class InputPlanner {
       List<BlockMetaData> blocks = footers.get(i).getBlocks();
       long start = -1;
       long end = -1;
+      long splitRows = 0;
       for (BlockMetaData b : blocks) {
         if (b.getRowCount() == 0) {
           continue; // an empty row group (pyarrow writes one for an empty table) holds nothing to read
@@ -140,17 +141,19 @@ public final class InputPlanner {
         long bs = b.getStartingPos();
         long be = bs + b.getCompressedSize();
         if (start >= 0 && be - start > max) {
-          splits.add(new ParquetSplit(f.getPath().toString(), folder, start, end - start));
+          splits.add(new ParquetSplit(f.getPath().toString(), folder, start, end - start, splitRows));
           sizes.add(end - start);
           start = -1;
+          splitRows = 0;
         }
         if (start < 0) {
           start = bs;
         }
         end = be;
+        splitRows += b.getRowCount();
       }
       if (start >= 0) {
-        splits.add(new ParquetSplit(f.getPath().toString(), folder, start, end - start));
+        splits.add(new ParquetSplit(f.getPath().toString(), folder, start, end - start, splitRows));
         sizes.add(end - start);
       }
     }
