@@ -22,9 +22,11 @@ import io.volpool.op.SlabPlan;
 import io.volpool.op.VolumeShape;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import jcuda.Pointer;
 import jcuda.driver.CUresult;
 import jcuda.driver.JCudaDriver;
@@ -73,6 +75,8 @@ public final class CudaBackend implements Backend {
    * 0 on the H200 and every block carved from it failed).
    */
   static final long POOL_CHUNK = 1L << 30;
+
+  private final AtomicBoolean poolClaimed = new AtomicBoolean();
 
   /** The chunks of the pinned pool; empty without one. */
   private volatile List<PinnedChunk> pool = List.of();
@@ -342,33 +346,37 @@ public final class CudaBackend implements Backend {
    * block that does not fit it is allocated on its own, as without a pool).
    */
   @Override
-  public synchronized String warm(java.util.List<Integer> devices, long pinnedPoolBytes) {
+  public String warm(List<Integer> devices, long pinnedPoolBytes) {
     long t0 = System.nanoTime();
-    java.util.List<String> names = new java.util.ArrayList<>();
+    List<String> names = new ArrayList<>();
     for (int o : devices) {
       names.add(name(o));
     }
     long t1 = System.nanoTime();
     String what = "CUDA device(s) " + names + " opened (context, kernels) in " + (t1 - t0) / 1_000_000 + " ms";
-    if (pinnedPoolBytes > 0 && pool.isEmpty()) {
+    if (pinnedPoolBytes > 0 && poolClaimed.compareAndSet(false, true)) {
+      // chunk by chunk, each usable as soon as it is allocated: tasks that come meanwhile do not wait
+      // for the whole pool (2 GiB take about 0.7 s on the H200), they allocate their own blocks
       CudaDevice d = device(devices.isEmpty() ? 0 : devices.get(0));
       d.makeCurrent();
-      List<PinnedChunk> chunks = new java.util.ArrayList<>();
+      int n = 0;
       for (long size : poolChunks(pinnedPoolBytes)) {
         Pointer p = new Pointer();
-        int r = cuMemHostAlloc(p, size, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE);
-        if (r != jcuda.driver.CUresult.CUDA_SUCCESS) {
-          for (PinnedChunk c : chunks) {
-            cuMemFreeHost(c.base());
+        Cuda.check(cuMemHostAlloc(p, size, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc(" + CudaExecutor.mib(size)
+            + " of the " + CudaExecutor.mib(pinnedPoolBytes) + " pinned pool, " + n + " allocation(s) made and kept; "
+            + VolpoolOptions.GPU_PINNED_POOL.key() + ": lower it if the host has less free memory)");
+        synchronized (this) {
+          if (closed) {
+            cuMemFreeHost(p);
+            break;
           }
-          Cuda.check(r, "cuMemHostAlloc(" + CudaExecutor.mib(size) + " of the " + CudaExecutor.mib(pinnedPoolBytes)
-              + " pinned pool, " + io.volpool.conf.VolpoolOptions.GPU_PINNED_POOL.key() + "; lower it if the host has"
-              + " less free memory)");
+          List<PinnedChunk> more = new ArrayList<>(pool);
+          more.add(new PinnedChunk(p, d, new Arena(size, 4096)));
+          pool = List.copyOf(more);
         }
-        chunks.add(new PinnedChunk(p, d, new Arena(size, 4096)));
+        n++;
       }
-      pool = List.copyOf(chunks);
-      what += ", pinned pool of " + CudaExecutor.mib(pinnedPoolBytes) + " (" + chunks.size() + " allocation(s)) in "
+      what += ", pinned pool of " + CudaExecutor.mib(pinnedPoolBytes) + " (" + n + " allocation(s)) in "
           + (System.nanoTime() - t1) / 1_000_000 + " ms";
     }
     return what;
@@ -376,7 +384,7 @@ public final class CudaBackend implements Backend {
 
   /** The sizes of the allocations of a pinned pool of {@code bytes}: chunks of {@link #POOL_CHUNK} and the rest. */
   static List<Long> poolChunks(long bytes) {
-    List<Long> sizes = new java.util.ArrayList<>();
+    List<Long> sizes = new ArrayList<>();
     for (long left = bytes; left > 0; left -= POOL_CHUNK) {
       sizes.add(Math.min(left, POOL_CHUNK));
     }

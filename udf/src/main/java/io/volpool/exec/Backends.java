@@ -93,8 +93,8 @@ public final class Backends {
    * backend opens the devices of {@code gpuAddresses} (Spark's addresses; none: device 0) and
    * allocates the pinned pool ({@link Backend#warm}). Called by {@code VolpoolPlugin} when an
    * executor starts and by the job in local mode while it plans. A task asking for the backend
-   * meanwhile waits for the warm-up to finish; a warm-up that fails is logged, and the task meets
-   * the same failure with its own message.
+   * meanwhile waits until it exists (CUDA initialised), not for the pool: pool memory is used as it
+   * comes. A warm-up that fails is logged, and the task meets the same failure with its own message.
    *
    * @return the warm-up thread (tests join it)
    */
@@ -103,15 +103,12 @@ public final class Backends {
     Thread t = new Thread(() -> {
       long t0 = System.nanoTime();
       try {
-        String what;
-        synchronized (Backends.class) {
-          Backend b = get(device, cpuThreads, gpuMemoryFraction, MemoryBudget.forJvm(budgetBytes));
-          java.util.List<Integer> devices = new java.util.ArrayList<>();
-          for (String a : gpuAddresses.isEmpty() ? java.util.List.of("") : gpuAddresses) {
-            devices.add(b.deviceFor(a.isEmpty() ? null : a));
-          }
-          what = b.warm(devices, pinnedPoolBytes);
+        Backend b = get(device, cpuThreads, gpuMemoryFraction, MemoryBudget.forJvm(budgetBytes));
+        java.util.List<Integer> devices = new java.util.ArrayList<>();
+        for (String a : gpuAddresses.isEmpty() ? java.util.List.of("") : gpuAddresses) {
+          devices.add(b.deviceFor(a.isEmpty() ? null : a));
         }
+        String what = b.warm(devices, pinnedPoolBytes);
         lastWarmUp = what;
         LOG.info("volpool warm-up done in {} ms: {}", (System.nanoTime() - t0) / 1_000_000, what);
       } catch (RuntimeException | LinkageError e) {
