@@ -13,6 +13,9 @@ LOG="$OUT/datapath.log"
 SUM="$OUT/summaries.jsonl"
 VOLS=${VOLS:-32768}
 BIG=${BIG:-16}
+# QUICK=1: the snappy and uncompressed sets only (no zstd, CPU, local-disk or large-volume runs), with
+# the machine's own read limit (dd from 16 processes) measured first; issue 15's read figures
+QUICK=${QUICK:-0}
 log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 
 # one volpool run: NAME INPUT OUTPUT PIPELINE DEVICE [HEAP] [more --conf args]
@@ -37,10 +40,14 @@ job() {
 log "datasets ($VOLS reference volumes, 64 files, row groups of 128, pyarrow)"
 # no dictionary: PinnedRead then reads the real values (with pyarrow's default dictionary the data pages hold
 # only indices and the values sit in dictionary pages, which PinnedRead does not read)
-python3 scripts/bench-data.py /dev/shm/ref-snappy "$VOLS" 64 --compression snappy --no-dictionary >>"$LOG" 2>&1
-python3 scripts/bench-data.py /dev/shm/ref-zstd "$VOLS" 64 --compression zstd --no-dictionary >>"$LOG" 2>&1
-python3 scripts/bench-data.py /dev/shm/ref-none "$VOLS" 64 --compression none --no-dictionary >>"$LOG" 2>&1
+python3 scripts/bench-data.py /dev/shm/ref-snappy "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 >>"$LOG" 2>&1
+[ "$QUICK" = 1 ] || python3 scripts/bench-data.py /dev/shm/ref-zstd "$VOLS" 64 --compression zstd --no-dictionary --jobs 16 >>"$LOG" 2>&1
+python3 scripts/bench-data.py /dev/shm/ref-none "$VOLS" 64 --compression none --no-dictionary --jobs 16 >>"$LOG" 2>&1
 du -sh /dev/shm/ref-* >>"$LOG"
+log "machine: dd of /dev/shm from 16 processes (16 of the uncompressed files), then one"
+( time (ls /dev/shm/ref-none/*.parquet | head -16 | xargs -P16 -I{} dd if={} of=/dev/null bs=8M status=none) ) 2>&1 | grep real | tee -a "$LOG"
+du -ch $(ls /dev/shm/ref-none/*.parquet | head -16) | tail -1 | tee -a "$LOG"
+dd if="$(ls /dev/shm/ref-none/*.parquet | head -1)" of=/dev/null bs=8M 2>&1 | tail -1 | tee -a "$LOG"
 
 log "anchors: SparkCeiling (Spark's own read and copy of ref-snappy)"
 "$J" -Xmx48g $JAVA_OPENS -cp ".stage/bench:$CP" SparkCeiling /dev/shm/ref-snappy /dev/shm/ceiling "local[16]" 2>&1 \
@@ -51,8 +58,14 @@ log "anchors: PinnedRead (raw data pages to pinned memory and the GPU, no Spark)
 
 job gpu-pipeline-snappy /dev/shm/ref-snappy /dev/shm/o1 fused,avgpool3d gpu 8g
 job gpu-identity-snappy /dev/shm/ref-snappy /dev/shm/o1 identity gpu 8g
-job gpu-pipeline-zstd /dev/shm/ref-zstd /dev/shm/o1 fused,avgpool3d gpu 8g
+[ "$QUICK" = 1 ] || job gpu-pipeline-zstd /dev/shm/ref-zstd /dev/shm/o1 fused,avgpool3d gpu 8g
 job gpu-pipeline-uncompressed /dev/shm/ref-none /dev/shm/o1 fused,avgpool3d gpu 8g
+job gpu-identity-uncompressed /dev/shm/ref-none /dev/shm/o1 identity gpu 8g
+if [ "$QUICK" = 1 ]; then
+  rm -rf /dev/shm/o1 /dev/shm/ref-*
+  log "done (quick)"
+  exit 0
+fi
 job cpu-pipeline-snappy /dev/shm/ref-snappy /dev/shm/o1 fused,avgpool3d cpu 8g
 rm -rf /dev/shm/o1
 log "reference set on local disk (page cache dropped when allowed)"

@@ -26,6 +26,7 @@ public abstract class ByteSource implements Closeable {
 
   protected long pos;
   private byte[] chunk;
+  private Ahead ahead;
   private final String name;
 
   protected ByteSource(String name) {
@@ -106,9 +107,16 @@ public abstract class ByteSource implements Closeable {
     return chunk;
   }
 
-  /** An input stream from the position that reads ahead in a small buffer; {@link Ahead#consumed()} says how far it got. */
+  /**
+   * An input stream from the position that reads ahead in a small buffer; {@link Ahead#consumed()}
+   * says how far it got. One per source, reused: a call ends the use of the one before.
+   */
   public Ahead ahead() {
-    return new Ahead(this, pos);
+    if (ahead == null) {
+      ahead = new Ahead(this);
+    }
+    ahead.restart(pos);
+    return ahead;
   }
 
   protected EOFException eof(long at, int len) throws IOException {
@@ -116,18 +124,29 @@ public abstract class ByteSource implements Closeable {
         + length() + " bytes; truncated or corrupt)");
   }
 
-  /** Reads ahead for a header of unknown length (Parquet page headers, .npy headers), then repositions. */
+  /**
+   * Reads ahead for a header of unknown length (Parquet page headers, .npy headers), then repositions.
+   * The first read is small (a page header is tens of bytes, and the page's values follow it: a large
+   * read would fetch them twice), later ones larger.
+   */
   public static final class Ahead extends InputStream {
+    static final int FIRST = 512;
     private final ByteSource src;
-    private final long start;
+    private long start;
     private final byte[] buf = new byte[8192];
     private int len;
     private int at;
     private long filled;
 
-    Ahead(ByteSource src, long start) {
+    Ahead(ByteSource src) {
       this.src = src;
-      this.start = start;
+    }
+
+    void restart(long from) {
+      start = from;
+      len = 0;
+      at = 0;
+      filled = 0;
     }
 
     private boolean refill() throws IOException {
@@ -135,7 +154,7 @@ public abstract class ByteSource implements Closeable {
       if (left <= 0) {
         return false;
       }
-      int n = (int) Math.min(buf.length, left);
+      int n = (int) Math.min(filled == 0 ? FIRST : buf.length, left);
       src.seek(start + filled);
       src.readFully(buf, 0, n);
       filled += n;

@@ -393,6 +393,11 @@ public final class ParquetVolumeInput implements VolumeInput {
     return volumes;
   }
 
+  /** Direct buffers allocated for the tensor column's pages so far (tests check they are reused). */
+  long scratchAllocations() {
+    return tensor == null ? 0 : tensor.scratchAllocations();
+  }
+
   @Override
   public void close() {
     try {

@@ -492,46 +492,107 @@ final class TensorColumnReader implements AutoCloseable {
     return b;
   }
 
-  /** Pages up to this size reuse the reader's arrays; larger ones get their own (collected after use). */
-  private static final int REUSE_LIMIT = 16 << 20;
-  private byte[] rawBuf = new byte[0];
-  private byte[] plainBuf = new byte[0];
+  /**
+   * Pages up to this size reuse the reader's two direct buffers (compressed and decompressed bytes),
+   * which grow to the largest page seen; larger pages get buffers of their own, freed as soon as the
+   * page is done. Writers put many volumes in a page (parquet-mr and Spark check the page size every
+   * 100 values: 19 MiB pages of reference volumes; pyarrow one page per row group), so the limit must
+   * hold such pages: a fresh buffer per page made the collector run all the time (issue 15).
+   */
+  static final int REUSE_LIMIT = 64 << 20;
+  private ByteBuffer rawScratch;
+  private ByteBuffer plainScratch;
+  private final java.util.List<ByteBuffer> pageOwn = new java.util.ArrayList<>();
+  private long scratchAllocations;
+
+  /** Direct buffers allocated so far for pages (grown scratch and pages' own): tests check reuse. */
+  long scratchAllocations() {
+    return scratchAllocations;
+  }
+
+  /** A direct buffer of {@code size} bytes for the current page: a reused scratch buffer, or the page's own. */
+  private ByteBuffer scratch(boolean raw, int size) {
+    if (size > REUSE_LIMIT) {
+      scratchAllocations++;
+      ByteBuffer b = ByteBuffer.allocateDirect(size);
+      pageOwn.add(b);
+      return b;
+    }
+    ByteBuffer b = raw ? rawScratch : plainScratch;
+    if (b == null || b.capacity() < size) {
+      io.volpool.memory.DirectBuffers.free(b);
+      scratchAllocations++;
+      // whole MiB: pages of one file differ by a few bytes
+      b = ByteBuffer.allocateDirect((int) Math.min(REUSE_LIMIT, ((long) size + (1 << 20) - 1) & ~((1L << 20) - 1)));
+      if (raw) {
+        rawScratch = b;
+      } else {
+        plainScratch = b;
+      }
+    }
+    return b.clear().limit(size);
+  }
 
   private ByteBuffer readPage(int compressedSize, int uncompressedSize, boolean maybeCompressed) throws IOException {
     boolean plain = !maybeCompressed || codec == CompressionCodecName.UNCOMPRESSED;
-    // a dictionary outlives the pages after it: never in the reused arrays
-    boolean reuse = pending.getType() != org.apache.parquet.format.PageType.DICTIONARY_PAGE
-        && compressedSize <= REUSE_LIMIT && uncompressedSize <= REUSE_LIMIT;
-    byte[] raw = reuse ? (rawBuf.length >= compressedSize ? rawBuf : (rawBuf = new byte[compressedSize]))
-        : new byte[compressedSize];
-    src.readFully(raw, 0, compressedSize);
-    if (plain) {
-      return ByteBuffer.wrap(raw, 0, compressedSize).slice();
+    if (pending.getType() == org.apache.parquet.format.PageType.DICTIONARY_PAGE) {
+      // a dictionary outlives the pages after it: its own heap memory, never the scratch buffers
+      byte[] raw = new byte[compressedSize];
+      src.readFully(raw, 0, compressedSize);
+      return plain ? ByteBuffer.wrap(raw) : decompressOnHeap(raw, compressedSize, uncompressedSize);
     }
-    byte[] out = reuse ? (plainBuf.length >= uncompressedSize ? plainBuf : (plainBuf = new byte[uncompressedSize]))
-        : new byte[uncompressedSize];
+    boolean direct = plain || codec == CompressionCodecName.SNAPPY || codec == CompressionCodecName.ZSTD
+        || codec == CompressionCodecName.LZ4_RAW;
+    if (!direct) {
+      // other codecs through parquet-hadoop's codec factory, on the heap
+      byte[] raw = new byte[compressedSize];
+      src.readFully(raw, 0, compressedSize);
+      return decompressOnHeap(raw, compressedSize, uncompressedSize);
+    }
+    // the file's bytes go straight into a direct buffer (one copy, by the kernel, for a local file),
+    // and a codec decompresses from it into another
+    ByteBuffer raw = scratch(true, compressedSize);
+    src.readFully(raw);
+    raw.flip();
+    if (plain) {
+      return raw.slice();
+    }
+    ByteBuffer out = scratch(false, uncompressedSize);
     try {
-      int n;
+      long n;
       switch (codec) {
         case SNAPPY:
-          n = org.xerial.snappy.Snappy.uncompress(raw, 0, compressedSize, out, 0);
+          n = org.xerial.snappy.Snappy.uncompress(raw, out);
           break;
         case ZSTD:
-          n = (int) com.github.luben.zstd.Zstd.decompressByteArray(out, 0, uncompressedSize, raw, 0, compressedSize);
+          n = com.github.luben.zstd.Zstd.decompressDirectByteBuffer(out, 0, uncompressedSize, raw, 0, compressedSize);
           break;
-        case LZ4_RAW:
+        default:
           n = net.jpountz.lz4.LZ4Factory.fastestInstance().safeDecompressor().decompress(raw, 0, compressedSize, out, 0,
               uncompressedSize);
           break;
-        default:
-          // other codecs through parquet-hadoop's codec factory
-          return codecs.getDecompressor(codec).decompress(BytesInput.from(raw, 0, compressedSize), uncompressedSize)
-              .toByteBuffer();
       }
       if (n != uncompressedSize) {
         throw corrupt("a " + codec + " page decompressed to " + n + " bytes where its header says " + uncompressedSize);
       }
-      return ByteBuffer.wrap(out, 0, uncompressedSize).slice();
+      return out.clear().limit(uncompressedSize).slice();
+    } catch (IOException | RuntimeException e) {
+      if (e instanceof CorruptInputException c) {
+        throw c;
+      }
+      throw corrupt("cannot decompress a " + codec + " page: " + e.getMessage());
+    }
+  }
+
+  private ByteBuffer decompressOnHeap(byte[] raw, int compressedSize, int uncompressedSize) {
+    try {
+      ByteBuffer b = codecs.getDecompressor(codec).decompress(BytesInput.from(raw, 0, compressedSize), uncompressedSize)
+          .toByteBuffer();
+      if (b.remaining() != uncompressedSize) {
+        throw corrupt("a " + codec + " page decompressed to " + b.remaining() + " bytes where its header says "
+            + uncompressedSize);
+      }
+      return b;
     } catch (IOException | RuntimeException e) {
       if (e instanceof CorruptInputException c) {
         throw c;
@@ -542,6 +603,11 @@ final class TensorColumnReader implements AutoCloseable {
 
   private void releasePage(PageGate gate) {
     values = null;
+    peekedBinary = null;
+    for (ByteBuffer b : pageOwn) {
+      io.volpool.memory.DirectBuffers.free(b);
+    }
+    pageOwn.clear();
     if (pageLease > 0) {
       (leaseGate != null ? leaseGate : gate).release(pageLease);
       pageLease = 0;
@@ -571,5 +637,9 @@ final class TensorColumnReader implements AutoCloseable {
   public void close() {
     releasePage(null);
     releaseDictionary(null);
+    io.volpool.memory.DirectBuffers.free(rawScratch);
+    io.volpool.memory.DirectBuffers.free(plainScratch);
+    rawScratch = null;
+    plainScratch = null;
   }
 }

@@ -67,7 +67,10 @@ class ParquetVolumeInputTest {
     return out.stream();
   }
 
-  /** Writes {@code n} rows; every 7th label is null. Small pages make float lists span pages. */
+  /**
+   * Writes {@code n} rows; every 7th label is null. Pages of at most 3 rows (sizes checked at every
+   * row) make float lists span pages.
+   */
   static Path write(Path dir, MessageType schema, int n, CompressionCodecName codec, ParquetProperties.WriterVersion v,
       boolean dict) throws IOException {
     Path p = dir.resolve("f-" + codec + "-" + v + "-" + dict + ".parquet");
@@ -75,7 +78,7 @@ class ParquetVolumeInputTest {
     try (ParquetWriter<Group> w = ExampleParquetWriter.builder(new org.apache.hadoop.fs.Path(p.toUri()))
         .withConf(new Configuration()).withType(schema).withCompressionCodec(codec).withWriterVersion(v)
         .withDictionaryEncoding(dict).withPageSize(1000).withDictionaryPageSize(4000).withRowGroupSize(3000L)
-        .withPageRowCountLimit(3).build()) {
+        .withPageRowCountLimit(3).withMinRowCountForPageSizeCheck(1).build()) {
       for (int i = 0; i < n; i++) {
         Group g = f.newGroup().append("id", "v" + i);
         byte[] vol = volume(i % 4, SHAPE);
@@ -148,6 +151,39 @@ class ParquetVolumeInputTest {
         assertThat(got.get(i)).as("volume %d (windows=%s)", i, windows).isEqualTo(volume(i % 4, SHAPE));
       }
     }
+  }
+
+  /**
+   * Compressed pages are read into the reader's two direct buffers and decompressed from one into the
+   * other, reused page after page: a fresh buffer per page made the collector run all the time on
+   * Spark's 19 MiB pages (issue 15). 23 rows in pages of at most 3 rows: 8 pages or more, 2 allocations.
+   */
+  @ParameterizedTest(name = "{0} {1} dictionary={2}")
+  @MethodSource("compressed")
+  void compressedPagesReuseTheReadersBuffers(CompressionCodecName c, ParquetProperties.WriterVersion v, boolean dict,
+      @TempDir Path dir) throws IOException {
+    Path p = write(dir, BINARY, 23, c, v, dict);
+    try (ParquetVolumeInput in = new ParquetVolumeInput(List.of(new ParquetSplit(p.toUri().toString(), "", 0,
+        p.toFile().length())), TensorLayout.detect(BINARY, null, null), new Configuration(), new PhaseTimes())) {
+      int n = 0;
+      VolumeSource vs;
+      while ((vs = in.next(PageGate.UNLIMITED)) != null) {
+        CollectingSink s = new CollectingSink((int) SHAPE.bytes(), false, false);
+        vs.copyTo(s);
+        assertThat(s.bytes()).isEqualTo(volume(n % 4, SHAPE));
+        n++;
+      }
+      assertThat(n).isEqualTo(23);
+      // at least one: the compressed path ran; at most two: compressed and decompressed, grown once
+      assertThat(in.scratchAllocations()).as("direct page buffers allocated").isBetween(1L, 2L);
+    }
+  }
+
+  static Stream<Arguments> compressed() {
+    return variants().filter(a -> {
+      CompressionCodecName c = (CompressionCodecName) a.get()[0];
+      return c == CompressionCodecName.SNAPPY || c == CompressionCodecName.ZSTD || c == CompressionCodecName.LZ4_RAW;
+    });
   }
 
   @Test
