@@ -34,7 +34,11 @@ import org.junit.jupiter.api.Test;
 class BatchRunnerTest {
   static final Pipeline POOL = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
 
-  /** Volumes in memory; each may ask its gate for page memory before it is returned, like a compressed page. */
+  /**
+   * Volumes in memory; each may ask its gate for page memory before it is returned, like a compressed
+   * page. {@link #squeeze} makes the gate's answer certain: before asking for one volume's page, the
+   * input takes the whole budget for itself, so the page cannot fit; it gives it back when asked again.
+   */
   static final class Input implements VolumeInput {
     final List<VolumeShape> shapes;
     final List<float[]> data;
@@ -43,6 +47,11 @@ class BatchRunnerTest {
     long held;
     PageGate heldBy;
     int refusals;
+    /** The budget to fill before asking for volume {@link #squeezeAt}'s page, or null. */
+    MemoryBudget squeeze;
+    int squeezeAt = -1;
+    /** Set while the budget is filled; given back on the next ask, or by a timer should the gate wait instead. */
+    final java.util.concurrent.atomic.AtomicReference<Object> squeezing = new java.util.concurrent.atomic.AtomicReference<>();
 
     Input(List<VolumeShape> shapes, List<float[]> data, long pageBytes) {
       this.shapes = shapes;
@@ -60,9 +69,19 @@ class BatchRunnerTest {
         return null;
       }
       if (pageBytes > 0) {
+        unsqueeze();
+        boolean squeezed = squeeze != null && next == squeezeAt;
+        if (squeezed) {
+          squeezeOnce();
+        }
         if (!gate.acquire(pageBytes, "page of volume " + next)) {
           refusals++;
           throw new PageGate.Refused();
+        }
+        if (squeezed) {
+          // the gate waited until the timer gave the budget back: right for a runner that held
+          // nothing (after a refusal it starts its next batch empty); try again at the next volume
+          squeezeAt = next + 1;
         }
         held = pageBytes;
         heldBy = gate;
@@ -88,6 +107,37 @@ class BatchRunnerTest {
       };
     }
 
+    /**
+     * Takes the whole limit (beyond what idle buffers could give back), so no page fits until it is
+     * given back. A gate that waits (right only while the runner holds nothing) waits here until a
+     * timer gives the budget back after a second.
+     */
+    private void squeezeOnce() {
+      squeezeAt = -1;
+      Object token = new Object();
+      squeeze.forceAcquire(squeeze.limit(), MemoryBudget.Use.BATCHES);
+      squeezing.set(token);
+      Thread timer = new Thread(() -> {
+        try {
+          Thread.sleep(1_000);
+        } catch (InterruptedException e) {
+          return;
+        }
+        if (squeezing.compareAndSet(token, null)) {
+          squeeze.release(squeeze.limit(), MemoryBudget.Use.BATCHES);
+        }
+      }, "squeeze-timer");
+      timer.setDaemon(true);
+      timer.start();
+    }
+
+    private void unsqueeze() {
+      Object token = squeezing.get();
+      if (token != null && squeezing.compareAndSet(token, null)) {
+        squeeze.release(squeeze.limit(), MemoryBudget.Use.BATCHES);
+      }
+    }
+
     @Override
     public long volumes() {
       return next;
@@ -95,6 +145,7 @@ class BatchRunnerTest {
 
     @Override
     public void close() {
+      unsqueeze();
       if (held > 0) {
         heldBy.release(held);
         held = 0;
@@ -171,6 +222,33 @@ class BatchRunnerTest {
   }
 
   @Test
+  void aRunnerHoldingABatchIsRefusedPageMemoryAndHandsItsBatchesBackInsteadOfWaiting() {
+    // the budget is full when volume 4's page is asked for, while the runner fills its second batch
+    // (volume 3 is in it): waiting there could wait for ever on memory held by runners like this
+    // one, so the gate refuses; the runner submits what it holds, returns it, and asks again holding
+    // nothing, when it may wait (and the input gives the budget back)
+    VolumeShape s = new VolumeShape(4, 8, 8, 8);
+    List<VolumeShape> shapes = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      shapes.add(s);
+    }
+    Input in = input(shapes, 3, 8192);
+    MemoryBudget budget = new MemoryBudget(64L << 20);
+    in.squeeze = budget;
+    in.squeezeAt = 4;
+    try (CpuBackend cpu = CpuBackend.fast(1, budget)) {
+      List<float[]> got = org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(60),
+          () -> run(in, cpu, budget, 3));
+      assertThat(in.refusals).as("page requests refused while the runner held a batch").isEqualTo(1);
+      assertThat(got).hasSize(shapes.size());
+      for (int i = 0; i < shapes.size(); i++) {
+        assertThat(got.get(i)).as("volume %d", i).containsExactly(cpu.run(POOL, s, in.data.get(i), 1));
+      }
+    }
+    assertThat(budget.used()).as("every batch and page given back").isZero();
+  }
+
+  @Test
   void manyRunnersSharingATightBudgetWithPagesNeverDeadlock() throws Exception {
     VolumeShape s = new VolumeShape(4, 8, 8, 8);
     MemoryBudget budget = new MemoryBudget(8 * (3 * (8192 + 1024 + 1028)) + 4 * 8192);
@@ -185,6 +263,11 @@ class BatchRunnerTest {
           shapes.add(s);
         }
         Input in = input(shapes, 10 + t, 8192);
+        // each runner is refused at least once, at a volume where it holds a batch (the second of a
+        // batch of 3, or later where another runner's refusal made its batches start elsewhere),
+        // whatever the other runners' timing; otherwise they contend for the budget freely
+        in.squeeze = budget;
+        in.squeezeAt = 3 * t + 1;
         inputs.add(in);
         TaskState task = new TaskState();
         tasks.add(task);
@@ -203,8 +286,10 @@ class BatchRunnerTest {
       assertThat(tasks.stream().mapToLong(t -> t.times().get(io.volpool.backend.Phase.ALLOCATE)).sum())
           .as("time allocating batch buffers, over all tasks").isPositive();
       pool.shutdown();
-      assertThat(inputs.stream().mapToInt(i -> i.refusals).sum()).as("the page gate refused while batches were held")
-          .isPositive();
+      for (int t = 0; t < inputs.size(); t++) {
+        assertThat(inputs.get(t).refusals).as("page requests of runner %d refused while it held a batch", t)
+            .isPositive();
+      }
     }
     assertThat(budget.used()).isZero();
   }
