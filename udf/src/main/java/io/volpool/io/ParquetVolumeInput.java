@@ -394,8 +394,8 @@ public final class ParquetVolumeInput implements VolumeInput {
   }
 
   /** Direct buffers allocated for the tensor column's pages so far (tests check they are reused). */
-  long scratchAllocations() {
-    return tensor == null ? 0 : tensor.scratchAllocations();
+  long scratchTakes() {
+    return tensor == null ? 0 : tensor.scratchTakes();
   }
 
   @Override

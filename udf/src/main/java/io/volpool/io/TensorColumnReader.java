@@ -3,6 +3,7 @@ package io.volpool.io;
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.VolumeSink;
+import io.volpool.memory.PageBuffers;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -494,36 +495,37 @@ final class TensorColumnReader implements AutoCloseable {
 
   /**
    * Pages up to this size reuse the reader's two direct buffers (compressed and decompressed bytes),
-   * which grow to the largest page seen; larger pages get buffers of their own, freed as soon as the
-   * page is done. Writers put many volumes in a page (parquet-mr and Spark check the page size every
-   * 100 values: 19 MiB pages of reference volumes; pyarrow one page per row group), so the limit must
-   * hold such pages: a fresh buffer per page made the collector run all the time (issue 15).
+   * taken from {@link PageBuffers} and grown to the largest page seen; larger pages get buffers of
+   * their own, given back as soon as the page is done. Writers put many volumes in a page
+   * (parquet-mr and Spark check the page size every 100 values: 19 MiB pages of reference volumes;
+   * pyarrow one page per row group), so the limit must hold such pages: a fresh buffer per page made
+   * the collector run all the time (issue 15). The reader gives its buffers back when it closes, so
+   * the next task's reader finds them.
    */
   static final int REUSE_LIMIT = 64 << 20;
   private ByteBuffer rawScratch;
   private ByteBuffer plainScratch;
   private final java.util.List<ByteBuffer> pageOwn = new java.util.ArrayList<>();
-  private long scratchAllocations;
+  private long scratchTakes;
 
-  /** Direct buffers allocated so far for pages (grown scratch and pages' own): tests check reuse. */
-  long scratchAllocations() {
-    return scratchAllocations;
+  /** Page buffers this reader took so far (its two grown ones and pages' own): tests check reuse. */
+  long scratchTakes() {
+    return scratchTakes;
   }
 
   /** A direct buffer of {@code size} bytes for the current page: a reused scratch buffer, or the page's own. */
   private ByteBuffer scratch(boolean raw, int size) {
     if (size > REUSE_LIMIT) {
-      scratchAllocations++;
-      ByteBuffer b = ByteBuffer.allocateDirect(size);
+      scratchTakes++;
+      ByteBuffer b = PageBuffers.take(size);
       pageOwn.add(b);
       return b;
     }
     ByteBuffer b = raw ? rawScratch : plainScratch;
     if (b == null || b.capacity() < size) {
-      io.volpool.memory.DirectBuffers.free(b);
-      scratchAllocations++;
-      // whole MiB: pages of one file differ by a few bytes
-      b = ByteBuffer.allocateDirect((int) Math.min(REUSE_LIMIT, ((long) size + (1 << 20) - 1) & ~((1L << 20) - 1)));
+      PageBuffers.give(b);
+      scratchTakes++;
+      b = PageBuffers.take(size);
       if (raw) {
         rawScratch = b;
       } else {
@@ -605,7 +607,7 @@ final class TensorColumnReader implements AutoCloseable {
     values = null;
     peekedBinary = null;
     for (ByteBuffer b : pageOwn) {
-      io.volpool.memory.DirectBuffers.free(b);
+      PageBuffers.give(b);
     }
     pageOwn.clear();
     if (pageLease > 0) {
@@ -637,8 +639,8 @@ final class TensorColumnReader implements AutoCloseable {
   public void close() {
     releasePage(null);
     releaseDictionary(null);
-    io.volpool.memory.DirectBuffers.free(rawScratch);
-    io.volpool.memory.DirectBuffers.free(plainScratch);
+    PageBuffers.give(rawScratch);
+    PageBuffers.give(plainScratch);
     rawScratch = null;
     plainScratch = null;
   }

@@ -175,8 +175,38 @@ class ParquetVolumeInputTest {
       }
       assertThat(n).isEqualTo(23);
       // at least one: the compressed path ran; at most two: compressed and decompressed, grown once
-      assertThat(in.scratchAllocations()).as("direct page buffers allocated").isBetween(1L, 2L);
+      assertThat(in.scratchTakes()).as("direct page buffers taken").isBetween(1L, 2L);
     }
+  }
+
+  /**
+   * A reader gives its page buffers back when it closes and the next one (the next task of the
+   * executor) takes them: a fresh pair per task cost as much as reading its pages (issue 15).
+   */
+  @Test
+  void theNextReaderTakesTheBuffersTheLastOneGaveBack(@TempDir Path dir) throws IOException {
+    Path p = write(dir, BINARY, 23, CompressionCodecName.SNAPPY, ParquetProperties.WriterVersion.PARQUET_1_0, false);
+    List<ParquetSplit> splits = List.of(new ParquetSplit(p.toUri().toString(), "", 0, p.toFile().length()));
+    TensorLayout layout = TensorLayout.detect(BINARY, null, null);
+    long[] allocated = new long[3];
+    for (int task = 0; task < 3; task++) {
+      long before = io.volpool.memory.PageBuffers.allocations();
+      try (ParquetVolumeInput in = new ParquetVolumeInput(splits, layout, new Configuration(), new PhaseTimes())) {
+        int n = 0;
+        VolumeSource vs;
+        while ((vs = in.next(PageGate.UNLIMITED)) != null) {
+          CollectingSink s = new CollectingSink((int) SHAPE.bytes(), false, false);
+          vs.copyTo(s);
+          assertThat(s.bytes()).as("task %d volume %d", task, n).isEqualTo(volume(n % 4, SHAPE));
+          n++;
+        }
+        assertThat(n).isEqualTo(23);
+        assertThat(in.scratchTakes()).as("task %d took page buffers", task).isPositive();
+      }
+      allocated[task] = io.volpool.memory.PageBuffers.allocations() - before;
+    }
+    assertThat(allocated[1]).as("buffers allocated by the second reader of the same file").isZero();
+    assertThat(allocated[2]).as("buffers allocated by the third").isZero();
   }
 
   static Stream<Arguments> compressed() {
