@@ -56,6 +56,32 @@ public final class ParquetBatchWriter implements AutoCloseable {
   private final String path;
   private long rows;
   private long volumeStarts;
+  /** Set to each page's kind before it is written: parquet checksums a page in place when the kinds agree. */
+  private final SameKindBuffers crcBuffers = new SameKindBuffers();
+
+  /**
+   * The allocator parquet's page checksum copies a page into when the page's buffer is not of the
+   * allocator's kind (direct or heap); {@link #direct} is set to the page's kind, so it never copies
+   * (a pinned GPU output page was copied to the heap to be checksummed).
+   */
+  private static final class SameKindBuffers implements org.apache.parquet.bytes.ByteBufferAllocator {
+    boolean direct;
+
+    @Override
+    public ByteBuffer allocate(int size) {
+      return direct ? ByteBuffer.allocateDirect(size) : ByteBuffer.allocate(size);
+    }
+
+    @Override
+    public void release(ByteBuffer b) {
+      io.volpool.memory.DirectBuffers.free(b);
+    }
+
+    @Override
+    public boolean isDirect() {
+      return direct;
+    }
+  }
 
   public ParquetBatchWriter(Path path, OutputSpec spec, Configuration conf, PhaseTimes times) throws IOException {
     this.spec = spec;
@@ -69,8 +95,8 @@ public final class ParquetBatchWriter implements AutoCloseable {
     this.codec = CompressionCodecName.valueOf(spec.codec());
     this.codecs = new CodecFactory(conf, 1 << 20);
     this.file = new ParquetFileWriter(ChannelOutputFile.of(path, conf), schema, ParquetFileWriter.Mode.CREATE,
-        spec.rowGroupBytes(), 0, ParquetProperties.DEFAULT_COLUMN_INDEX_TRUNCATE_LENGTH,
-        ParquetProperties.DEFAULT_STATISTICS_TRUNCATE_LENGTH, true);
+        spec.rowGroupBytes(), 0, null, ParquetProperties.builder().withPageWriteChecksumEnabled(true)
+            .withAllocator(crcBuffers).build());
     file.start();
   }
 
@@ -205,12 +231,16 @@ public final class ParquetBatchWriter implements AutoCloseable {
         page = gather;
         times.add(Phase.ENCODE, System.nanoTime() - tg);
       }
-      BytesInput bytes = BytesInput.from(page);
+      // a heap page as its array: parquet writes a ByteBuffer through Channels.newChannel, 8 KiB at a time
+      BytesInput bytes = page.hasArray() ? BytesInput.from(page.array(), page.arrayOffset() + page.position(),
+          page.remaining()) : BytesInput.from(page);
       if (codec != CompressionCodecName.UNCOMPRESSED) {
         long tc = System.nanoTime();
         bytes = BytesInput.copy(compressor.compress(bytes));
         times.add(Phase.ENCODE, System.nanoTime() - tc);
       }
+      // a compressed page is a heap array by now
+      crcBuffers.direct = codec == CompressionCodecName.UNCOMPRESSED && page.isDirect();
       writePage(bytes, GAP + ob, none);
       if (r.d0() == 0) {
         volumeStarts++;
