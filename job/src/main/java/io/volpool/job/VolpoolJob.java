@@ -45,6 +45,7 @@ import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
 import org.apache.parquet.hadoop.metadata.CompressionCodecName;
 import org.apache.spark.api.java.JavaPairRDD;
+import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.SparkSession;
 import org.slf4j.Logger;
@@ -260,7 +261,8 @@ public final class VolpoolJob {
         ResourceWatch watch = cluster && !plan.tasks().isEmpty()
             ? new ResourceWatch(spark.sparkContext(), s.resourceTimeoutSeconds()) : null) {
       JavaPairRDD<Void, BatchRunner.Finished> batches = tasks(spark, plan, conf)
-          .mapPartitionsToPair(new PartitionRunner(spec, new SerializableHadoopConf(conf), metrics));
+          .mapPartitionsToPair(new PartitionRunner(spec, JavaSparkContext.fromSparkContext(spark.sparkContext())
+              .broadcast(new SerializableHadoopConf(conf)), metrics));
       Job job = Job.getInstance(conf);
       job.setOutputFormatClass(VolpoolOutputFormat.class);
       job.setOutputKeyClass(Void.class);
