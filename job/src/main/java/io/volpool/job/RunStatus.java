@@ -31,9 +31,10 @@ public final class RunStatus {
 
   static void write(JobSettings s, SparkConf conf, int code, String message, String appId, PrintStream err) {
     String scheme = new Path(s.output()).toUri().getScheme();
-    if (scheme != null && VolpoolJob.OBJECT_STORES.contains(scheme.toLowerCase(java.util.Locale.ROOT))) {
+    if (scheme != null && !scheme.equalsIgnoreCase("s3a")
+        && io.volpool.job.io.ObjectStoreCommit.OBJECT_STORES.contains(scheme.toLowerCase(java.util.Locale.ROOT))) {
       // such an output is refused before any work: there is no run to report beside it
-      err.println("volpool: the run's status was not written: the output is on an object store, which volpool refuses");
+      err.println("volpool: the run's status was not written: volpool refuses outputs on " + scheme + "://");
       return;
     }
     try {

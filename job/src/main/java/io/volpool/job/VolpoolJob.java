@@ -174,7 +174,7 @@ public final class VolpoolJob {
   public static RunSummary run(SparkSession spark, JobSettings s) throws IOException {
     long t0 = System.nanoTime();
     Configuration conf = spark.sparkContext().hadoopConfiguration();
-    refuseObjectStoreOutput(s, conf);
+    io.volpool.job.io.ObjectStoreCommit.requireSafe(s.output(), conf);
     // before anything is read, written or deleted: the output may not be, contain or lie inside what the job reads
     PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.input(), VolpoolOptions.INPUT.key(), conf);
     refuseLocalOutputOnCluster(spark.sparkContext().master(), s, conf);
@@ -268,6 +268,7 @@ public final class VolpoolJob {
       job.setOutputKeyClass(Void.class);
       job.setOutputValueClass(BatchRunner.Finished.class);
       FileOutputFormat.setOutputPath(job, out.staging());
+      out.configure(job.getConfiguration());
       // the job commit below is algorithm 1's (task folders merged at job commit)
       job.getConfiguration().setInt("mapreduce.fileoutputcommitter.algorithm.version", 1);
       VolpoolOutputFormat.setSpec(job.getConfiguration(), outSpec);
@@ -282,13 +283,15 @@ public final class VolpoolJob {
       }
       LOG.info(progress.finalLine());
       long tc = System.nanoTime();
+      // the committed files, where they can be counted (on S3: completed, in the output)
+      Path committedTo = out.publish(job.getConfiguration());
       if (!npyOut && plan.rows() == 0) {
         // no volumes: one file of the output's schema and no rows, as Spark writes for an empty DataFrame, so a
         // reader of the output (spark.read.parquet) still finds its schema
-        new ParquetBatchWriter(new Path(out.staging(), "part-00000-empty.parquet"), outSpec, conf,
+        new ParquetBatchWriter(new Path(committedTo, "part-00000-empty.parquet"), outSpec, conf,
             new io.volpool.backend.PhaseTimes()).close();
       }
-      CommittedOutput committed = CommittedOutput.count(out.staging(), npyOut, rowsOut, conf);
+      CommittedOutput committed = CommittedOutput.count(committedTo, npyOut, rowsOut, conf);
       CommittedOutput.check(committed, plan, metrics, npyIn, npyOut, rowsOut, out.output().toString());
       RunSummary summary = summary(s, out, metrics, pipeline, plan, committed, outSpec.metadata(),
           (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, spec, progress.timeline());
@@ -368,28 +371,6 @@ public final class VolpoolJob {
   }
 
   /** A {@code file:} output on a cluster master lands on each executor's own disk: refuse it unless declared shared. */
-  /** Schemes of object stores, whose rename is a copy and a delete: neither atomic nor exclusive. */
-  static final java.util.Set<String> OBJECT_STORES = java.util.Set.of("s3a", "s3", "s3n", "gs", "abfs", "abfss", "wasb",
-      "wasbs", "oss", "cosn", "obs");
-
-  /**
-   * Refuses an output on an object store, before its filesystem is even loaded: volpool commits by
-   * renaming its staging folder into place (and the old output aside), which there is a copy and a
-   * delete, neither atomic nor exclusive, so a failed or concurrent run could leave a partial output
-   * that looks complete (Hadoop's committer documentation says the same of rename-based commits).
-   */
-  static void refuseObjectStoreOutput(JobSettings s, Configuration conf) {
-    java.net.URI u = new Path(s.output()).toUri();
-    String scheme = u.getScheme() != null ? u.getScheme() : FileSystem.getDefaultUri(conf).getScheme();
-    if (scheme != null && OBJECT_STORES.contains(scheme.toLowerCase(java.util.Locale.ROOT))) {
-      throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + s.output() + " is on an object store (" + scheme
-          + "://), where volpool cannot commit safely: its commit renames the staging folder into place, and a rename"
-          + " there is a copy and a delete, neither atomic nor exclusive, so a failed or concurrent run could leave a"
-          + " partial output that looks complete. Write the output to HDFS (or a shared filesystem) and copy it with"
-          + " `hadoop distcp`; input from " + scheme + ":// works (with the filesystem's connector on the class path)");
-    }
-  }
-
   static void refuseLocalOutputOnCluster(String master, JobSettings s, Configuration conf) throws IOException {
     if (master == null || master.startsWith("local") || s.outputSharedFilesystem()) {
       return;

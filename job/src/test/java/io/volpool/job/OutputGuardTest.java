@@ -102,19 +102,25 @@ class OutputGuardTest {
   }
 
   /**
-   * An output on an object store is refused before anything is read or written, naming why (the
-   * rename-based commit is a copy and a delete there) and what to do instead; no S3 connector is needed
-   * to say so.
+   * An output on an object store without a safe commit here is refused before anything is read or
+   * written, naming why (a rename-based commit is a copy and a delete there) and what to do instead;
+   * no connector is needed to say so. s3:// and s3n:// are told to use s3a://, whose magic committer
+   * volpool commits with (S3IT).
    */
   @Test
-  void anOutputOnAnObjectStoreIsRefusedBeforeAnyWork(@TempDir Path tmp) throws Exception {
+  void anOutputOnAnObjectStoreWithoutASafeCommitIsRefusedBeforeAnyWork(@TempDir Path tmp) throws Exception {
     Path in = parquetInput(tmp);
-    for (String out : java.util.List.of("s3a://bucket/pooled", "gs://bucket/pooled", "abfss://c@acct.dfs.core.windows.net/p")) {
+    for (String out : java.util.List.of("gs://bucket/pooled", "abfss://c@acct.dfs.core.windows.net/p")) {
       SparkTests.Result r = overwrite(in, "parquet", out);
       assertThat(r.code()).as(r.err()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
       assertThat(r.err()).contains("spark.volpool.output=" + out + " is on an object store")
-          .contains("a rename there is a copy and a delete").contains("hadoop distcp")
+          .contains("a rename there is a copy and a delete").contains("hadoop distcp").contains("s3a://")
           .doesNotContain("No FileSystem for scheme");
+    }
+    for (String out : java.util.List.of("s3://bucket/pooled", "s3n://bucket/pooled")) {
+      SparkTests.Result r = overwrite(in, "parquet", out);
+      assertThat(r.code()).as(r.err()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+      assertThat(r.err()).contains("spark.volpool.output=" + out + ": write to S3 through s3a://");
     }
   }
 }

@@ -27,19 +27,37 @@ import org.apache.hadoop.mapreduce.RecordWriter;
 import org.apache.hadoop.mapreduce.TaskAttemptContext;
 import org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter;
 import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
+import org.apache.hadoop.mapreduce.lib.output.PathOutputCommitter;
+import org.apache.hadoop.mapreduce.lib.output.PathOutputCommitterFactory;
 import org.apache.spark.TaskContext;
 
 /**
  * The job's output, through Hadoop's commit protocol as Spark runs it
  * ({@code saveAsNewAPIHadoopDataset}): each task attempt writes into its own work folder
- * ({@link FileOutputCommitter#getWorkPath()}), Spark lets one attempt per task commit, and the
- * job commit moves the committed files into the output folder and writes {@code _SUCCESS}. A
- * record is a finished batch; Parquet rows go to {@code part-r-NNNNN.parquet} in the folder their
- * input came from, .npy volumes to their input file's relative path.
+ * ({@link PathOutputCommitter#getWorkPath()}), Spark lets one attempt per task commit, and the
+ * job commit publishes the committed files. A record is a finished batch; Parquet rows go to
+ * {@code part-r-NNNNN.parquet} in the folder their input came from, .npy volumes to their input
+ * file's relative path.
+ *
+ * <p>Two commits, chosen by the driver ({@link #COMMIT}): {@code rename}, Hadoop's file committer
+ * into a staging folder whose job commit moves the tasks' files together (the driver then renames
+ * the folder into place); and {@code object-store}, the committer Hadoop's
+ * {@link PathOutputCommitterFactory} gives the output's scheme (S3A's magic committer: tasks
+ * upload their files as multipart uploads left uncompleted, so nothing is visible until the job
+ * commit completes them), whose job commit Spark's call leaves to the driver, which makes it after
+ * its checks ({@link DeferredJobCommitter}).
  */
 public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunner.Finished> {
   /** Configuration key of the serialized {@link OutputSpec}. */
   public static final String SPEC = "volpool.output.spec";
+  /** Configuration key of the commit: {@link #RENAME} (default) or {@link #OBJECT_STORE}. */
+  public static final String COMMIT = "volpool.output.commit";
+  public static final String RENAME = "rename";
+  public static final String OBJECT_STORE = "object-store";
+
+  static boolean objectStore(Configuration conf) {
+    return OBJECT_STORE.equals(conf.get(COMMIT, RENAME));
+  }
 
   /** Stores {@code spec} in {@code conf} for the tasks. */
   public static void setSpec(Configuration conf, OutputSpec spec) {
@@ -67,7 +85,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
   @Override
   public RecordWriter<Void, BatchRunner.Finished> getRecordWriter(TaskAttemptContext ctx) throws IOException {
     OutputSpec spec = spec(ctx.getConfiguration());
-    Path work = ((FileOutputCommitter) getOutputCommitter(ctx)).getWorkPath();
+    Path work = ((PathOutputCommitter) getOutputCommitter(ctx)).getWorkPath();
     Configuration conf = ctx.getConfiguration();
     String file = getUniqueFile(ctx, "part", ".parquet");
     return new RecordWriter<>() {
@@ -153,7 +171,94 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
 
   @Override
   public synchronized OutputCommitter getOutputCommitter(TaskAttemptContext context) throws IOException {
-    return new TimedCommitter(getOutputPath(context), context);
+    Path out = getOutputPath(context);
+    return objectStore(context.getConfiguration())
+        ? new DeferredJobCommitter(out, context, PathOutputCommitterFactory.getCommitterFactory(out,
+            context.getConfiguration()).createOutputCommitter(out, context))
+        : new TimedCommitter(out, context);
+  }
+
+  /**
+   * The driver checked the output itself (it must not exist, or may be replaced); on an object store
+   * the output folder holds the committer's own pending-upload folder while the job runs.
+   */
+  @Override
+  public void checkOutputSpecs(org.apache.hadoop.mapreduce.JobContext job) throws IOException {
+    if (!objectStore(job.getConfiguration())) {
+      super.checkOutputSpecs(job);
+    } else if (getOutputPath(job) == null) {
+      throw new IOException("no output path set");
+    }
+  }
+
+  /**
+   * An object-store committer (S3A's magic committer) with its job commit left to the driver: Spark
+   * calls {@link #commitJob} once every task has committed, which would make the output visible
+   * before the driver has counted what the tasks committed and, under overwrite, before it has taken
+   * the commit lock and removed the old output. The driver makes the job commit itself, with a
+   * committer of the same job (StagedOutput.publish), and the job's abort too (StagedOutput.abort: it
+   * aborts the uploads its tasks' records name, which the committer's own abort would delete unread
+   * where it cannot list uploads). Task setup, commit and abort go to the committer.
+   */
+  static final class DeferredJobCommitter extends PathOutputCommitter {
+    private final PathOutputCommitter inner;
+
+    DeferredJobCommitter(Path output, TaskAttemptContext context, PathOutputCommitter inner) throws IOException {
+      super(output, context);
+      this.inner = inner;
+    }
+
+    @Override
+    public Path getOutputPath() {
+      return inner.getOutputPath();
+    }
+
+    @Override
+    public Path getWorkPath() throws IOException {
+      return inner.getWorkPath();
+    }
+
+    @Override
+    public void setupJob(org.apache.hadoop.mapreduce.JobContext context) throws IOException {
+      inner.setupJob(context);
+    }
+
+    @Override
+    public void commitJob(org.apache.hadoop.mapreduce.JobContext context) {
+      // the driver commits after its checks (StagedOutput.publish)
+    }
+
+    @Override
+    public void abortJob(org.apache.hadoop.mapreduce.JobContext context, org.apache.hadoop.mapreduce.JobStatus.State state) {
+      // the driver aborts the uploads from their records (StagedOutput.abort)
+    }
+
+    @Override
+    public void setupTask(TaskAttemptContext context) throws IOException {
+      inner.setupTask(context);
+    }
+
+    @Override
+    public boolean needsTaskCommit(TaskAttemptContext context) throws IOException {
+      return inner.needsTaskCommit(context);
+    }
+
+    @Override
+    public void commitTask(TaskAttemptContext context) throws IOException {
+      long t0 = System.nanoTime();
+      inner.commitTask(context);
+      TimedCommitter.addCommitTime(System.nanoTime() - t0);
+    }
+
+    @Override
+    public void abortTask(TaskAttemptContext context) throws IOException {
+      inner.abortTask(context);
+    }
+
+    @Override
+    public String toString() {
+      return "DeferredJobCommitter{" + inner + "}";
+    }
   }
 
   /**
@@ -215,9 +320,14 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
     public void commitTask(TaskAttemptContext context) throws IOException {
       long t0 = System.nanoTime();
       super.commitTask(context);
+      addCommitTime(System.nanoTime() - t0);
+    }
+
+    /** Adds a task commit's time to the task running on this thread. */
+    static void addCommitTime(long nanos) {
       TaskState s = PartitionRunner.current();
       if (s != null) {
-        s.times().add(Phase.COMMIT, System.nanoTime() - t0);
+        s.times().add(Phase.COMMIT, nanos);
       }
     }
   }

@@ -36,6 +36,15 @@ import org.slf4j.LoggerFactory;
  * holds an exclusive lock file ({@code .NAME.volpool-commit.lock}, created atomically), so two jobs
  * committing to one output never mix or nest: one wins, the other fails saying so.
  * Owns its staging folder until {@link #commit} or {@link #abort}.
+ *
+ * <p>On S3 ({@link ObjectStoreCommit}) nothing is renamed: the tasks' files are uncompleted multipart
+ * uploads under the output's {@code __magic_job-ID} folder until {@link #publish} completes them, under
+ * the same lock, after removing an old output under overwrite; the output then exists only once it
+ * holds something besides such folders. A dead run's uploads are aborted from its own records by the
+ * next run on the output. The lock is advisory there (S3 has no exclusive create here: a second run
+ * could take it in the same instant), and an old output replaced under overwrite is deleted just
+ * before the new one is committed, not moved aside (that would copy it): a run killed in between
+ * leaves neither.
  */
 public final class StagedOutput implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(StagedOutput.class);
@@ -52,13 +61,21 @@ public final class StagedOutput implements AutoCloseable {
   private final Path owner;
   private final Path lock;
   private final boolean overwrite;
+  /** The run's id: its staging folder's suffix, and on S3 its magic committer's job. */
+  private final String id;
+  /** On S3: committed through S3A's magic committer ({@link ObjectStoreCommit}), not renamed. */
+  private final boolean objectStore;
+  /** On S3: the job commit made the output visible ({@link #publish}). */
+  private boolean published;
   private final ScheduledExecutorService heartbeat;
 
-  private StagedOutput(FileSystem fs, Path output, Path staging, boolean overwrite) throws IOException {
+  private StagedOutput(FileSystem fs, Path output, String id, boolean overwrite) throws IOException {
     this.fs = fs;
     this.output = output;
-    this.staging = staging;
-    this.owner = new Path(staging.getParent(), staging.getName() + ".owner");
+    this.id = id;
+    this.objectStore = ObjectStoreCommit.applies(fs);
+    this.staging = objectStore ? output : new Path(output.getParent(), "." + output.getName() + STAGING + id);
+    this.owner = ownerOf(output, id);
     this.lock = lockOf(output);
     this.overwrite = overwrite;
     writeOwner();
@@ -80,12 +97,19 @@ public final class StagedOutput implements AutoCloseable {
     Path out = new Path(output);
     FileSystem fs = out.getFileSystem(conf);
     out = fs.makeQualified(out);
+    boolean objectStore = ObjectStoreCommit.applies(fs);
     if (out.getParent() != null && fs.exists(out.getParent())) {
       // a run killed in the middle of replacing this output: finish or undo its replace before looking at the output
-      recoverReplaced(fs, out);
+      if (!objectStore) {
+        recoverReplaced(fs, out);
+      }
       checkLock(fs, out);
     }
-    if (fs.exists(out) && !overwrite) {
+    if (objectStore) {
+      // before the existence check: a dead run's upload folder inside the output is not an output
+      removeDeadUploads(fs, out);
+    }
+    if (exists(fs, out) && !overwrite) {
       throw new SettingsException("output " + out + " already exists; set " + VolpoolOptions.MODE.key() + "=overwrite"
           + " to replace it, or choose another " + VolpoolOptions.OUTPUT.key());
     }
@@ -93,9 +117,96 @@ public final class StagedOutput implements AutoCloseable {
     if (parent != null && !fs.exists(parent)) {
       fs.mkdirs(parent);
     }
-    removeDeadStaging(fs, out);
-    Path staging = new Path(parent, "." + out.getName() + STAGING + UUID.randomUUID());
-    return new StagedOutput(fs, out, staging, overwrite);
+    if (!objectStore) {
+      removeDeadStaging(fs, out);
+    }
+    return new StagedOutput(fs, out, UUID.randomUUID().toString(), overwrite);
+  }
+
+  static Path ownerOf(Path out, String id) {
+    return new Path(out.getParent(), "." + out.getName() + STAGING + id + ".owner");
+  }
+
+  /**
+   * Whether {@code out} is an output: it exists, and on S3 it holds something besides the magic
+   * committer's folders of runs (where uncompleted uploads are recorded while a run goes on).
+   */
+  public static boolean exists(FileSystem fs, Path out) throws IOException {
+    if (!fs.exists(out)) {
+      return false;
+    }
+    if (!ObjectStoreCommit.applies(fs) || fs.getFileStatus(out).isFile()) {
+      return true;
+    }
+    for (FileStatus st : fs.listStatus(out)) {
+      if (!st.getPath().getName().startsWith(ObjectStoreCommit.MAGIC)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * On S3: aborts the uploads of runs on {@code out} that are not alive (their owner file says so),
+   * and of magic folders whose run left no owner file, and deletes their folders and owner files.
+   */
+  static int removeDeadUploads(FileSystem fs, Path out) throws IOException {
+    Path parent = out.getParent();
+    if (parent == null || !fs.exists(parent)) {
+      return 0;
+    }
+    String prefix = "." + out.getName() + STAGING;
+    int removed = 0;
+    int alive = 0;
+    java.util.Set<String> owned = new java.util.HashSet<>();
+    for (FileStatus st : fs.listStatus(parent)) {
+      String n = st.getPath().getName();
+      if (!n.startsWith(prefix) || !n.endsWith(".owner")) {
+        continue;
+      }
+      String runId = n.substring(prefix.length(), n.length() - ".owner".length());
+      owned.add(runId);
+      try {
+        Optional<String> why = deadBecause(fs, st, st.getPath());
+        if (why.isPresent()) {
+          LOG.warn("volpool: aborting the uploads of run {} on {}, which is not alive ({})", runId, out, why.get());
+          ObjectStoreCommit.abortUploads(fs, out, runId);
+          fs.delete(st.getPath(), false);
+          removed++;
+        } else {
+          alive++;
+        }
+      } catch (java.io.FileNotFoundException e) {
+        // that run finished while we looked
+      }
+    }
+    if (fs.exists(out) && fs.getFileStatus(out).isDirectory()) {
+      for (FileStatus st : fs.listStatus(out)) {
+        String n = st.getPath().getName();
+        if (n.startsWith(ObjectStoreCommit.MAGIC) && !owned.contains(n.substring(ObjectStoreCommit.MAGIC.length()))
+            && fs.exists(st.getPath())) {
+          String runId = n.substring(ObjectStoreCommit.MAGIC.length());
+          LOG.warn("volpool: aborting the uploads of run {} on {}, which left no owner file", runId, out);
+          ObjectStoreCommit.abortUploads(fs, out, runId);
+          removed++;
+        }
+      }
+    }
+    if (removed > 0 && alive == 0) {
+      // no live run writes to this output: an upload a dead task had not finished (so never recorded) is
+      // found only by listing the uploads under the output
+      int n = S3aUploads.abortUnder(fs, out);
+      if (n < 0) {
+        LOG.warn("volpool: the store cannot list multipart uploads (ListMultipartUploads), so a file a dead run's task"
+            + " was still writing stays an uncompleted upload under {}: invisible to readers but stored until a bucket"
+            + " lifecycle rule (AbortIncompleteMultipartUpload) or `hadoop s3guard uploads -abort -force {}` removes it",
+            out, out);
+      } else if (n > 0) {
+        LOG.warn("volpool: aborted {} more uncompleted upload(s) under {} that no run recorded (files dead tasks were"
+            + " still writing)", n, out);
+      }
+    }
+    return removed;
   }
 
   /** Removes the staging folders (and owner files) of runs on {@code out} that are no longer alive. */
@@ -298,6 +409,16 @@ public final class StagedOutput implements AutoCloseable {
 
   private void touch() {
     try {
+      if (objectStore) {
+        // S3 keeps no modification time but the last write's (S3A's setTimes does nothing): write them again
+        writeOwner();
+        if (lockHeld) {
+          try (OutputStream os = fs.create(lock, true)) {
+            os.write(lockText());
+          }
+        }
+        return;
+      }
       fs.setTimes(owner, System.currentTimeMillis(), -1);
       if (lockHeld) {
         fs.setTimes(lock, System.currentTimeMillis(), -1);
@@ -311,12 +432,62 @@ public final class StagedOutput implements AutoCloseable {
     return output;
   }
 
-  /** Where the tasks write. */
+  /**
+   * Where the tasks' committer writes: the staging folder, or on S3 the output itself (its files are
+   * uncompleted uploads until {@link #publish}).
+   */
   public Path staging() {
     return staging;
   }
 
-  /** Writes a small text file (e.g. the run summary) into the staging folder. */
+  /** Sets the commit in the job's configuration, which the tasks' committer and {@link #publish} read. */
+  public void configure(Configuration jobConf) {
+    jobConf.set(io.volpool.spark.VolpoolOutputFormat.COMMIT, objectStore ? io.volpool.spark.VolpoolOutputFormat.OBJECT_STORE
+        : io.volpool.spark.VolpoolOutputFormat.RENAME);
+    if (objectStore) {
+      ObjectStoreCommit.configure(jobConf, id);
+    }
+  }
+
+  /**
+   * Makes the committed files countable and returns their folder: the staging folder (nothing is
+   * visible at the output yet); on S3 the output, after taking its lock, removing an old output under
+   * overwrite and completing the tasks' uploads (the job commit that Spark left to the driver).
+   *
+   * @throws ConcurrentCommitException when another run holds the lock, or the output appeared meanwhile
+   */
+  public Path publish(Configuration jobConf) throws IOException {
+    if (!objectStore) {
+      if (!fs.exists(staging)) {
+        fs.mkdirs(staging);
+      }
+      return staging;
+    }
+    acquireLock();
+    if (exists(fs, output)) {
+      if (!overwrite) {
+        throw new ConcurrentCommitException("output " + output + " appeared while the job ran; this run's uploads were"
+            + " not completed");
+      }
+      // no rename on S3 (it would copy): the old output is deleted, then the new one committed
+      String mine = ObjectStoreCommit.magicDir(output, id).getName();
+      for (FileStatus st : fs.listStatus(output)) {
+        if (!st.getPath().getName().equals(mine)) {
+          fs.delete(st.getPath(), true);
+        }
+      }
+      LOG.info("volpool: deleted the old output {} (mode=overwrite) before committing this run's", output);
+    }
+    ObjectStoreCommit.commitJob(output, jobConf, id);
+    published = true;
+    Path magic = ObjectStoreCommit.magicDir(output, id);
+    if (fs.exists(magic)) {
+      fs.delete(magic, true);
+    }
+    return output;
+  }
+
+  /** Writes a small text file (e.g. the run summary) into the folder {@link #publish} returned. */
   public void writeText(String name, String text) throws IOException {
     try (OutputStream os = fs.create(new Path(staging, name), true)) {
       os.write(text.getBytes(StandardCharsets.UTF_8));
@@ -330,6 +501,15 @@ public final class StagedOutput implements AutoCloseable {
    * @throws ConcurrentCommitException when another job holds the lock, or the output appeared meanwhile
    */
   public void commit() throws IOException {
+    if (objectStore) {
+      if (!published) {
+        throw new IllegalStateException("commit before publish of " + output);
+      }
+      releaseLock();
+      stopHeartbeat();
+      fs.delete(owner, false);
+      return;
+    }
     if (!fs.exists(staging)) {
       fs.mkdirs(staging);
     }
@@ -393,11 +573,15 @@ public final class StagedOutput implements AutoCloseable {
    * Creates {@code p} holding this run's owner record if it does not exist, atomically (O_EXCL
    * locally, the namenode's create on HDFS).
    */
-  private boolean createExclusive(Path p) throws IOException {
+  private byte[] lockText() {
     ProcessHandle me = ProcessHandle.current();
-    byte[] text = ("host=" + host() + "\npid=" + me.pid() + "\nprocessStart="
+    return ("host=" + host() + "\npid=" + me.pid() + "\nprocessStart="
         + me.info().startInstant().map(Instant::toString).orElse("") + "\nstarted=" + Instant.now() + "\nstaging="
-        + staging.getName() + "\n").getBytes(StandardCharsets.UTF_8);
+        + staging.getName() + "\nrun=" + id + "\n").getBytes(StandardCharsets.UTF_8);
+  }
+
+  private boolean createExclusive(Path p) throws IOException {
+    byte[] text = lockText();
     if ("file".equals(fs.getScheme())) {
       try {
         Files.write(io.volpool.io.Files2.local(fs.makeQualified(p)), text, java.nio.file.StandardOpenOption.CREATE_NEW,
@@ -434,6 +618,29 @@ public final class StagedOutput implements AutoCloseable {
    */
   public void abort() {
     stopHeartbeat();
+    if (objectStore) {
+      try {
+        if (published) {
+          // the uploads were completed, then a check failed: what this run committed is not an output
+          fs.delete(output, true);
+          LOG.warn("volpool: deleted {}, which this run committed before a check failed", output);
+        } else {
+          ObjectStoreCommit.abortUploads(fs, output, id);
+        }
+      } catch (IOException | RuntimeException e) {
+        LOG.warn("volpool: could not clean up the uploads of run {} on {} (the next run on it will): {}", id, output,
+            e.toString());
+      }
+      if (lockHeld) {
+        releaseLock();
+      }
+      try {
+        fs.delete(owner, false);
+      } catch (IOException e) {
+        LOG.warn("could not delete {}: {}", owner, e.toString());
+      }
+      return;
+    }
     for (int attempt = 0; attempt < 20; attempt++) {
       try {
         if (!fs.exists(staging)) {

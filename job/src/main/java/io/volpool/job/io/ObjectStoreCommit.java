@@ -1,0 +1,192 @@
+package io.volpool.job.io;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.volpool.conf.SettingsException;
+import io.volpool.conf.VolpoolOptions;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.hadoop.mapreduce.JobID;
+import org.apache.hadoop.mapreduce.OutputCommitter;
+import org.apache.hadoop.mapreduce.TaskAttemptID;
+import org.apache.hadoop.mapreduce.TaskID;
+import org.apache.hadoop.mapreduce.TaskType;
+import org.apache.hadoop.mapreduce.lib.output.PathOutputCommitterFactory;
+import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * How an output on S3 is committed without renaming data: through S3A's magic committer. A task
+ * writes each file as a multipart upload that it does not complete (its parts go straight to S3;
+ * only a small {@code .pending} record lands under the output's {@code __magic_job-ID} folder), a
+ * task commit gathers its records into a {@code .pendingset}, and the job commit completes the
+ * uploads: until then no data file is visible, so a failed or killed run leaves nothing a reader
+ * would take for output. Spark's job commit is deferred to the driver (see
+ * {@code VolpoolOutputFormat.DeferredJobCommitter}), which commits after taking the output's lock
+ * and, under overwrite, removing the old output ({@link StagedOutput#publish}). Stateless.
+ *
+ * <p>Only {@code s3a://} has such a committer here; other object stores are refused before any work
+ * ({@link #requireSafe}). Hadoop's committer documentation is the reference:
+ * https://hadoop.apache.org/docs/r3.4.1/hadoop-aws/tools/hadoop-aws/committers.html
+ */
+public final class ObjectStoreCommit {
+  private static final Logger LOG = LoggerFactory.getLogger(ObjectStoreCommit.class);
+  /** The magic committer's folder of a job under its output: {@code __magic_job-ID}. */
+  public static final String MAGIC = "__magic_job-";
+  /** Schemes of object stores, whose rename is a copy and a delete: neither atomic nor exclusive. */
+  public static final Set<String> OBJECT_STORES = Set.of("s3a", "s3", "s3n", "gs", "abfs", "abfss", "wasb", "wasbs",
+      "oss", "cosn", "obs");
+  /** S3A's path capability of the magic committer (fs.s3a.committer.magic.enabled for the bucket). */
+  static final String MAGIC_CAPABILITY = "fs.s3a.capability.magic.committer";
+
+  private ObjectStoreCommit() {}
+
+  /** Whether {@code fs} is an object store that volpool commits to with {@link ObjectStoreCommit}. */
+  public static boolean applies(FileSystem fs) {
+    return "s3a".equals(fs.getScheme());
+  }
+
+  private static String scheme(Path p, Configuration conf) {
+    String s = p.toUri().getScheme() != null ? p.toUri().getScheme() : FileSystem.getDefaultUri(conf).getScheme();
+    return s == null ? "file" : s.toLowerCase(Locale.ROOT);
+  }
+
+  /**
+   * Refuses an output whose filesystem volpool cannot commit to safely, before any work: an object
+   * store other than {@code s3a://} (a commit there would rename, which is a copy and a delete), an
+   * s3a bucket whose magic committer is switched off, or S3A that is not on the class path.
+   *
+   * @throws SettingsException naming the output, the rule and what to do
+   */
+  public static void requireSafe(String output, Configuration conf) {
+    Path out = new Path(output);
+    String scheme = scheme(out, conf);
+    if (!OBJECT_STORES.contains(scheme)) {
+      return;
+    }
+    if (scheme.equals("s3") || scheme.equals("s3n")) {
+      throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + output + ": write to S3 through s3a:// (Hadoop's S3A"
+          + " connector, whose magic committer volpool commits with); " + scheme + ":// has no safe commit here");
+    }
+    if (!scheme.equals("s3a")) {
+      throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + output + " is on an object store (" + scheme
+          + "://), where volpool has no safe commit: a rename there is a copy and a delete, neither atomic nor exclusive,"
+          + " so a failed or concurrent run could leave a partial output that looks complete. Write to s3a:// (S3A's magic"
+          + " committer), HDFS or a shared filesystem and copy it with `hadoop distcp`; input from " + scheme + ":// works");
+    }
+    FileSystem fs;
+    try {
+      fs = out.getFileSystem(conf);
+    } catch (IOException | RuntimeException e) {
+      throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + output + ": S3A is not usable here (" + e
+          + "); an s3a:// output needs org.apache.hadoop:hadoop-aws:3.4.1 and the AWS SDK bundle it declares"
+          + " (software.amazon.awssdk:bundle:2.24.6) on the driver's and executors' class path, e.g. spark-submit"
+          + " --packages org.apache.hadoop:hadoop-aws:3.4.1 (README: On HDFS, S3 and YARN)", e);
+    }
+    boolean magic;
+    try {
+      magic = fs.hasPathCapability(out, MAGIC_CAPABILITY);
+    } catch (IOException e) {
+      throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + output + ": cannot reach the bucket: " + e, e);
+    }
+    if (!magic) {
+      throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + output + ": S3A's magic committer is switched off"
+          + " for this bucket (fs.s3a.committer.magic.enabled=false, or fs.s3a.bucket.BUCKET.committer.magic.enabled),"
+          + " and volpool commits to S3 only through it: any other commit renames, which on S3 copies and deletes, so a"
+          + " failed run could leave a partial output. Enable it (the default since Hadoop 3.3.5)");
+    }
+  }
+
+  /** The magic committer's folder of run {@code id} under {@code out}. */
+  public static Path magicDir(Path out, String id) {
+    return new Path(out, MAGIC + id);
+  }
+
+  /** Sets the magic committer for run {@code id} in a job's configuration (tasks and the driver's commit read it). */
+  static void configure(Configuration c, String id) {
+    c.set("mapreduce.outputcommitter.factory.scheme.s3a", "org.apache.hadoop.fs.s3a.commit.S3ACommitterFactory");
+    c.set("fs.s3a.committer.name", "magic");
+    // the job's folder is __magic_job-<id>, so a later run can find this run's uploads by its owner file
+    c.set("fs.s3a.committer.uuid", id);
+    c.setBoolean("fs.s3a.committer.require.uuid", true);
+    // the committer's own cleanup lists every upload under the output to abort it: a store may lack that
+    // listing (s3proxy does), and it would also abort a concurrent run's; a failed run's uploads are aborted
+    // from its own records instead (abortUploads)
+    c.setBoolean("fs.s3a.committer.abort.pending.uploads", false);
+  }
+
+  /** A task attempt context of the driver's own for job-level calls on the committer. */
+  private static TaskAttemptContextImpl driverContext(Configuration jobConf, String id) {
+    JobID job = new JobID("volpool" + Integer.toHexString(id.hashCode()), 0);
+    return new TaskAttemptContextImpl(jobConf, new TaskAttemptID(new TaskID(job, TaskType.JOB_SETUP, 0), 0));
+  }
+
+  private static OutputCommitter committer(Path out, TaskAttemptContextImpl ctx) throws IOException {
+    return PathOutputCommitterFactory.getCommitterFactory(out, ctx.getConfiguration()).createOutputCommitter(out, ctx);
+  }
+
+  /** Completes the uploads of every committed task of run {@code id}: its files appear in {@code out}. */
+  static void commitJob(Path out, Configuration jobConf, String id) throws IOException {
+    TaskAttemptContextImpl ctx = driverContext(jobConf, id);
+    committer(out, ctx).commitJob(ctx);
+  }
+
+  /**
+   * Aborts the multipart uploads of run {@code id} on {@code out} found in its magic folder (the
+   * {@code .pending} record of each file a task wrote, the {@code .pendingset} of each committed
+   * task), then deletes the folder. Uploads already completed or aborted are passed over.
+   *
+   * @return the uploads aborted
+   */
+  static int abortUploads(FileSystem fs, Path out, String id) throws IOException {
+    Path dir = magicDir(out, id);
+    List<String[]> uploads = new ArrayList<>();
+    if (fs.exists(dir)) {
+      ObjectMapper json = new ObjectMapper();
+      RemoteIterator<LocatedFileStatus> it = fs.listFiles(dir, true);
+      while (it.hasNext()) {
+        Path p = it.next().getPath();
+        String n = p.getName();
+        if (!n.endsWith(".pending") && !n.endsWith(".pendingset")) {
+          continue;
+        }
+        JsonNode j;
+        try (InputStream in = fs.open(p)) {
+          j = json.readTree(in);
+        } catch (IOException e) {
+          LOG.warn("volpool: cannot read the upload record {} of run {}: {}", p, id, e.toString());
+          continue;
+        }
+        for (JsonNode c : n.endsWith(".pendingset") ? j.path("commits") : List.of(j)) {
+          if (c.hasNonNull("destinationKey") && c.hasNonNull("uploadId")) {
+            uploads.add(new String[] {c.get("destinationKey").asText(), c.get("uploadId").asText()});
+          }
+        }
+      }
+    }
+    int aborted = 0;
+    for (String[] u : uploads) {
+      if (S3aUploads.abort(fs, u[0], u[1])) {
+        aborted++;
+      }
+    }
+    if (fs.exists(dir)) {
+      fs.delete(dir, true);
+    }
+    if (!uploads.isEmpty()) {
+      LOG.warn("volpool: aborted {} of {} uncompleted upload(s) of run {} under {} (the rest were done already)", aborted,
+          uploads.size(), id, out);
+    }
+    return aborted;
+  }
+}
