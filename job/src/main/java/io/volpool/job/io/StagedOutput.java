@@ -65,8 +65,12 @@ public final class StagedOutput implements AutoCloseable {
   private final String id;
   /** On S3: committed through S3A's magic committer ({@link ObjectStoreCommit}), not renamed. */
   private final boolean objectStore;
-  /** On S3: the job commit made the output visible ({@link #publish}). */
+  /** On S3: the job commit began (files may be visible from here on) and ended ({@link #publish}). */
+  private boolean committing;
   private boolean published;
+  /** When the run started, and when it took the commit lock: the owner and lock files say so, heartbeat after heartbeat. */
+  private final Instant started = Instant.now();
+  private Instant lockTaken;
   private final ScheduledExecutorService heartbeat;
 
   private StagedOutput(FileSystem fs, Path output, String id, boolean overwrite) throws IOException {
@@ -398,7 +402,7 @@ public final class StagedOutput implements AutoCloseable {
   private void writeOwner() throws IOException {
     ProcessHandle me = ProcessHandle.current();
     String text = "host=" + host() + "\npid=" + me.pid() + "\nprocessStart="
-        + me.info().startInstant().map(Instant::toString).orElse("") + "\nstarted=" + Instant.now() + "\noutput=" + output
+        + me.info().startInstant().map(Instant::toString).orElse("") + "\nstarted=" + started + "\noutput=" + output
         + "\n";
     try (OutputStream os = fs.create(owner, true)) {
       os.write(text.getBytes(StandardCharsets.UTF_8));
@@ -469,15 +473,16 @@ public final class StagedOutput implements AutoCloseable {
         throw new ConcurrentCommitException("output " + output + " appeared while the job ran; this run's uploads were"
             + " not completed");
       }
-      // no rename on S3 (it would copy): the old output is deleted, then the new one committed
-      String mine = ObjectStoreCommit.magicDir(output, id).getName();
+      // no rename on S3 (it would copy): the old output is deleted, then the new one committed; runs' upload
+      // records (this run's, and a concurrent one's, which then fails at the lock) stay
       for (FileStatus st : fs.listStatus(output)) {
-        if (!st.getPath().getName().equals(mine)) {
+        if (!st.getPath().getName().startsWith(ObjectStoreCommit.MAGIC)) {
           fs.delete(st.getPath(), true);
         }
       }
       LOG.info("volpool: deleted the old output {} (mode=overwrite) before committing this run's", output);
     }
+    committing = true;
     ObjectStoreCommit.commitJob(output, jobConf, id);
     published = true;
     Path magic = ObjectStoreCommit.magicDir(output, id);
@@ -549,6 +554,7 @@ public final class StagedOutput implements AutoCloseable {
   }
 
   private void acquireLock() throws IOException {
+    lockTaken = Instant.now();
     for (int attempt = 0; attempt < 3; attempt++) {
       if (createExclusive(lock)) {
         lockHeld = true;
@@ -576,7 +582,7 @@ public final class StagedOutput implements AutoCloseable {
   private byte[] lockText() {
     ProcessHandle me = ProcessHandle.current();
     return ("host=" + host() + "\npid=" + me.pid() + "\nprocessStart="
-        + me.info().startInstant().map(Instant::toString).orElse("") + "\nstarted=" + Instant.now() + "\nstaging="
+        + me.info().startInstant().map(Instant::toString).orElse("") + "\nstarted=" + lockTaken + "\nstaging="
         + staging.getName() + "\nrun=" + id + "\n").getBytes(StandardCharsets.UTF_8);
   }
 
@@ -620,12 +626,13 @@ public final class StagedOutput implements AutoCloseable {
     stopHeartbeat();
     if (objectStore) {
       try {
-        if (published) {
-          // the uploads were completed, then a check failed: what this run committed is not an output
+        // the uploads not completed yet (all of them unless the job commit began)
+        ObjectStoreCommit.abortUploads(fs, output, id);
+        if (committing) {
+          // the commit made files visible (all of them, or some before it failed), and the output held nothing
+          // else (it did not exist, or its old files were deleted under the lock): they are not an output
           fs.delete(output, true);
-          LOG.warn("volpool: deleted {}, which this run committed before a check failed", output);
-        } else {
-          ObjectStoreCommit.abortUploads(fs, output, id);
+          LOG.warn("volpool: deleted {}, which this run {} committed", output, published ? "had" : "had partly");
         }
       } catch (IOException | RuntimeException e) {
         LOG.warn("volpool: could not clean up the uploads of run {} on {} (the next run on it will): {}", id, output,
