@@ -31,8 +31,7 @@ public final class RunStatus {
 
   static void write(JobSettings s, SparkConf conf, int code, String message, String appId, PrintStream err) {
     String scheme = new Path(s.output()).toUri().getScheme();
-    if (scheme != null && !scheme.equalsIgnoreCase("s3a")
-        && io.volpool.job.io.ObjectStoreCommit.OBJECT_STORES.contains(scheme.toLowerCase(java.util.Locale.ROOT))) {
+    if (scheme != null && io.volpool.job.io.ObjectStoreCommit.refusedScheme(scheme)) {
       // such an output is refused before any work: there is no run to report beside it
       err.println("volpool: the run's status was not written: volpool refuses outputs on " + scheme + "://");
       return;

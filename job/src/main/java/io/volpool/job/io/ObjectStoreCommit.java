@@ -44,12 +44,22 @@ public final class ObjectStoreCommit {
   /** The magic committer's folder of a job under its output: {@code __magic_job-ID}. */
   public static final String MAGIC = "__magic_job-";
   /** Schemes of object stores, whose rename is a copy and a delete: neither atomic nor exclusive. */
-  public static final Set<String> OBJECT_STORES = Set.of("s3a", "s3", "s3n", "gs", "abfs", "abfss", "wasb", "wasbs",
+  private static final Set<String> OBJECT_STORES = Set.of("s3a", "s3", "s3n", "gs", "abfs", "abfss", "wasb", "wasbs",
       "oss", "cosn", "obs");
   /** S3A's path capability of the magic committer (fs.s3a.committer.magic.enabled for the bucket). */
   static final String MAGIC_CAPABILITY = "fs.s3a.capability.magic.committer";
 
   private ObjectStoreCommit() {}
+
+  /**
+   * Whether an output of this scheme is refused whatever else holds: an object store other than
+   * s3a://, where volpool has no commit that does not rename. (An s3a:// output may still be refused
+   * by {@link #requireSafe}, for its bucket or class path.)
+   */
+  public static boolean refusedScheme(String scheme) {
+    String s = scheme.toLowerCase(Locale.ROOT);
+    return OBJECT_STORES.contains(s) && !s.equals("s3a");
+  }
 
   /** Whether {@code fs} is an object store that volpool commits to with {@link ObjectStoreCommit}. */
   public static boolean applies(FileSystem fs) {
@@ -74,16 +84,22 @@ public final class ObjectStoreCommit {
     if (!OBJECT_STORES.contains(scheme)) {
       return;
     }
+    if (!refusedScheme(scheme)) {
+      requireMagic(output, out, conf);
+      return;
+    }
     if (scheme.equals("s3") || scheme.equals("s3n")) {
       throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + output + ": write to S3 through s3a:// (Hadoop's S3A"
           + " connector, whose magic committer volpool commits with); " + scheme + ":// has no safe commit here");
     }
-    if (!scheme.equals("s3a")) {
-      throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + output + " is on an object store (" + scheme
-          + "://), where volpool has no safe commit: a rename there is a copy and a delete, neither atomic nor exclusive,"
-          + " so a failed or concurrent run could leave a partial output that looks complete. Write to s3a:// (S3A's magic"
-          + " committer), HDFS or a shared filesystem and copy it with `hadoop distcp`; input from " + scheme + ":// works");
-    }
+    throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + output + " is on an object store (" + scheme
+        + "://), where volpool has no safe commit: a rename there is a copy and a delete, neither atomic nor exclusive,"
+        + " so a failed or concurrent run could leave a partial output that looks complete. Write to s3a:// (S3A's magic"
+        + " committer), HDFS or a shared filesystem and copy it with `hadoop distcp`; input from " + scheme + ":// works");
+  }
+
+  /** Refuses an s3a:// output whose bucket has the magic committer off, or where S3A is not on the class path. */
+  private static void requireMagic(String output, Path out, Configuration conf) {
     FileSystem fs;
     try {
       fs = out.getFileSystem(conf);
