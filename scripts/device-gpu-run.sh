@@ -47,7 +47,7 @@ if [ "$what" = warm ]; then
   "$J" -Xmx16g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.SampleData /dev/shm/warm-vols 1024 16 2>&1 | tail -1
   "$J" -Xmx4g $OPENS -cp "$CPALL" io.volpool.job.SampleData /dev/shm/train-vols 64 2 >/dev/null 2>&1
   t0=$(date +%s.%N)
-  volpool_make_archive "$J" "$CPALL" "$ARCH" "-Xmx16g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties" -- \
+  volpool_make_archive "$J" "$CPALL" "$ARCH" "-Xmx48g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties" -- \
     --master 'local[16]' --conf spark.ui.enabled=false --conf spark.volpool.input=/dev/shm/train-vols \
     --conf spark.volpool.output=/dev/shm/train-out --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d \
     --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors

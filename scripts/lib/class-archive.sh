@@ -41,8 +41,12 @@ volpool_make_archive() {
     echo "volpool: the training run for the class archive failed; see $log" >&2
     return 1
   fi
+  # the dump takes the training run's heap flags: an archive maps only into a JVM with the same
+  # compressed-pointer mode, which a heap of 32 GiB or more turns off
+  local heap
+  heap=$(printf '%s\n' $opts | grep -E '^-Xmx|^-XX:[+-]UseCompressed(Oops|ClassPointers)' | tr '\n' ' ')
   # shellcheck disable=SC2086
-  if ! "$java" -Xshare:dump -XX:SharedClassListFile="$list" -XX:SharedArchiveFile="$archive" -cp "$cp" >>"$log" 2>&1; then
+  if ! "$java" $heap -Xshare:dump -XX:SharedClassListFile="$list" -XX:SharedArchiveFile="$archive" -cp "$cp" >>"$log" 2>&1; then
     echo "volpool: dumping the class archive failed; see $log" >&2
     rm -f "$archive"
     return 1
