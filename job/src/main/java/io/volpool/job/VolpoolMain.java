@@ -132,10 +132,14 @@ public final class VolpoolMain {
       VolpoolJob.refuseLocalOutputOnCluster(conf.get("spark.master"), settings,
           org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf));
       // a session that already exists (an embedding application, a test suite) is used and left running
-      boolean ours = SparkSession.getDefaultSession().isEmpty() && SparkSession.getActiveSession().isEmpty();
+      // Spark's classic session named directly: org.apache.spark.sql.SparkSession's own builder and session lookups
+      // find it through Scala reflection, whose runtime universe takes 0.5-0.9 s to create in a fresh JVM
+      boolean ours = org.apache.spark.sql.classic.SparkSession.getDefaultSession().isEmpty()
+          && org.apache.spark.sql.classic.SparkSession.getActiveSession().isEmpty();
       // an existing session is used as it is: the builder would copy this run's settings into its conf, where they
       // would outlive the run (Volpool.transform takes the session's spark.volpool.* as its defaults)
-      SparkSession spark = ours ? SparkSession.builder().config(conf).getOrCreate() : SparkSession.active();
+      SparkSession spark = ours ? org.apache.spark.sql.classic.SparkSession.builder().config(conf).getOrCreate()
+          : org.apache.spark.sql.classic.SparkSession.active();
       try {
         RunSummary summary = VolpoolJob.run(spark, settings);
         out.print(summary.toText());
