@@ -87,11 +87,13 @@ public final class Backends {
   }
 
   private static volatile String lastWarmUp;
+  private static final java.util.concurrent.atomic.AtomicInteger WARM_UPS = new java.util.concurrent.atomic.AtomicInteger();
 
   /**
    * Warms this JVM's backend for these settings before tasks come, on a thread of its own: the GPU
    * backend opens the devices of {@code gpuAddresses} (Spark's addresses; none: device 0) and
-   * allocates the pinned pool ({@link Backend#warm}). Called by {@code VolpoolPlugin} when an
+   * allocates the pinned pool ({@link Backend#warm}); before that, the native Snappy library is loaded
+   * ({@link io.volpool.io.CodecWarmUp}). Called by {@code VolpoolPlugin} when an
    * executor starts and by the job in local mode while it plans. A task asking for the backend
    * meanwhile waits until it exists (CUDA initialised), not for the pool: pool memory is used as it
    * comes. A warm-up that fails is logged, and the task meets the same failure with its own message.
@@ -102,17 +104,25 @@ public final class Backends {
       long pinnedPoolBytes, java.util.List<String> gpuAddresses) {
     Thread t = new Thread(() -> {
       long t0 = System.nanoTime();
+      String codecs;
+      try {
+        codecs = io.volpool.io.CodecWarmUp.warm();
+      } catch (RuntimeException | LinkageError e) {
+        codecs = "Snappy not loaded (" + e + ")";
+      }
       try {
         Backend b = get(device, cpuThreads, gpuMemoryFraction, MemoryBudget.forJvm(budgetBytes));
         java.util.List<Integer> devices = new java.util.ArrayList<>();
         for (String a : gpuAddresses.isEmpty() ? java.util.List.of("") : gpuAddresses) {
           devices.add(b.deviceFor(a.isEmpty() ? null : a));
         }
-        String what = b.warm(devices, pinnedPoolBytes);
+        String what = b.warm(devices, pinnedPoolBytes) + "; " + codecs;
         lastWarmUp = what;
+        WARM_UPS.incrementAndGet();
         LOG.info("volpool warm-up done in {} ms: {}", (System.nanoTime() - t0) / 1_000_000, what);
       } catch (RuntimeException | LinkageError e) {
         lastWarmUp = "failed: " + e;
+        WARM_UPS.incrementAndGet();
         LOG.warn("volpool warm-up failed after {} ms (tasks open the backend themselves and say why if they cannot): {}",
             (System.nanoTime() - t0) / 1_000_000, e.toString());
       }
@@ -120,6 +130,11 @@ public final class Backends {
     t.setDaemon(true);
     t.start();
     return t;
+  }
+
+  /** How many warm-ups of this JVM have ended, done or failed. */
+  public static int warmUpsEnded() {
+    return WARM_UPS.get();
   }
 
   /** What the last warm-up of this JVM did ("failed: ..." when it failed), or null when none ran. */
