@@ -23,7 +23,7 @@ job() {
   local name=$1 in=$2 out=$3 pipe=$4 dev=$5 heap=${6:-8g}; shift 6
   rm -rf "$out"
   log "volpool $name"
-  "$J" -Xmx$heap $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" io.volpool.job.VolpoolMain \
+  "$J" -Xmx$heap ${JOB_JAVA_OPTS:-} $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" io.volpool.job.VolpoolMain \
     --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" --conf spark.volpool.output="$out" \
     --conf spark.volpool.pipeline="$pipe" --conf spark.volpool.device="$dev" \
     --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors "$@" >>"$LOG" 2>&1
@@ -61,6 +61,22 @@ job gpu-identity-snappy /dev/shm/ref-snappy /dev/shm/o1 identity gpu 8g
 [ "$QUICK" = 1 ] || job gpu-pipeline-zstd /dev/shm/ref-zstd /dev/shm/o1 fused,avgpool3d gpu 8g
 job gpu-pipeline-uncompressed /dev/shm/ref-none /dev/shm/o1 fused,avgpool3d gpu 8g
 job gpu-identity-uncompressed /dev/shm/ref-none /dev/shm/o1 identity gpu 8g
+# AB_CONFS="NAME:KEY=VALUE[,KEY=VALUE] ...": more runs of the uncompressed pipeline with these settings,
+# each alternated with the default twice (settings worth a default change, measured in one call)
+for round in 1 2; do
+  for ab in ${AB_CONFS:-}; do
+    extra=(); IFS=, read -ra kvs <<<"${ab#*:}"; for kv in "${kvs[@]}"; do extra+=(--conf "$kv"); done
+    job "gpu-pipeline-uncompressed-${ab%%:*}-$round" /dev/shm/ref-none /dev/shm/o1 fused,avgpool3d gpu 8g "${extra[@]}"
+    job "gpu-pipeline-uncompressed-default-$round" /dev/shm/ref-none /dev/shm/o1 fused,avgpool3d gpu 8g
+  done
+done
+if [ -n "${PROFILER:-}" ]; then
+  # the uncompressed pipeline once more under async-profiler's wall clock (PROFILER: libasyncProfiler.so), every
+  # thread at 5 ms: collapsed stacks in $OUT/wall-datapath.txt, the task threads' summary in the log
+  JOB_JAVA_OPTS="-agentpath:$PROFILER=start,event=wall,interval=5ms,threads,collapsed,file=$OUT/wall-datapath.txt" \
+    job gpu-pipeline-uncompressed-profiled /dev/shm/ref-none /dev/shm/o1 fused,avgpool3d gpu 8g
+  python3 scripts/wall-profile.py "$OUT/wall-datapath.txt" 5 2>&1 | head -60 | tee -a "$LOG"
+fi
 if [ "$QUICK" = 1 ]; then
   rm -rf /dev/shm/o1 /dev/shm/ref-*
   log "done (quick)"

@@ -70,6 +70,17 @@ if [ "$what" = warm ]; then
       cat /tmp/warm.log >> "$OUT/warm-full.log"
     done
   done
+  if [ -n "${PROFILER:-}" ]; then
+    # one more run with the archive under async-profiler's wall clock (every thread, 1 ms): the collapsed stacks
+    # go to $OUT/wall-1024.txt, the task threads' summary (scripts/wall-profile.py) to the end of warm.log
+    "$J" -Xmx48g -XX:SharedArchiveFile=$ARCH -Xshare:on -agentpath:$PROFILER=start,event=wall,interval=1ms,threads,collapsed,file=$OUT/wall-1024.txt \
+      $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.VolpoolMain \
+      --master 'local[16]' --conf spark.volpool.input=/dev/shm/warm-vols --conf spark.volpool.output=/dev/shm/warm-out \
+      --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.output.mode=overwrite \
+      --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors --conf spark.ui.enabled=false > /tmp/warm.log 2>&1
+    { echo "== profiled run rc=$?"; grep -E "timeline|wall time" /tmp/warm.log; python3 scripts/wall-profile.py "$OUT/wall-1024.txt" 1 2>&1 | head -50; } \
+      | tee -a "$OUT/warm.log"
+  fi
 fi
 if [ "$what" = e2e ]; then
   "$J" -Xmx16g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.SampleData /tmp/vols "${E2E_VOLUMES:-8192}" "${E2E_FILES:-16}" 2>&1 | tail -2
