@@ -104,6 +104,24 @@ class PackageRulesTest {
   }
 
   @Test
+  void parquetFilesAreOpenedWithTheJobsConfiguration() throws Exception {
+    // ParquetFileReader.open(InputFile) without options parses Hadoop's XML defaults into a fresh Configuration
+    // every time (20-170 ms each in the driver's profile); Files2.openParquet passes the job's
+    List<String> wrong = new ArrayList<>();
+    for (Source s : sources()) {
+      if (s.path().endsWith(Paths.get("io/volpool/io/Files2.java"))) {
+        continue;
+      }
+      for (int i = 0; i < s.code().size(); i++) {
+        if (s.code().get(i).contains("ParquetFileReader.open(")) {
+          wrong.add(s.path() + ":" + (i + 1) + ": " + s.code().get(i).trim());
+        }
+      }
+    }
+    assertThat(wrong).as("Parquet files opened without Files2.openParquet").isEmpty();
+  }
+
+  @Test
   void onlyTheBackendChooserNamesABackendType() throws Exception {
     List<String> wrong = new ArrayList<>();
     for (Source s : sources()) {

@@ -57,7 +57,7 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
               }
             });
       } else {
-        try (ParquetFileReader r = ParquetFileReader.open(io.volpool.io.Files2.parquet(f.getPath(), conf))) {
+        try (ParquetFileReader r = io.volpool.io.Files2.openParquet(f.getPath(), conf)) {
           for (BlockMetaData b : r.getFooter().getBlocks()) {
             volumes += b.getRowCount();
           }

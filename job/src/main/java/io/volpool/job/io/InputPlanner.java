@@ -236,7 +236,7 @@ public final class InputPlanner {
   }
 
   private static ParquetMetadata footer(FileStatus f, Configuration conf) {
-    try (ParquetFileReader r = ParquetFileReader.open(io.volpool.io.Files2.parquet(f.getPath(), conf))) {
+    try (ParquetFileReader r = io.volpool.io.Files2.openParquet(f.getPath(), conf)) {
       return r.getFooter();
     } catch (IOException | RuntimeException e) {
       throw new io.volpool.io.CorruptInputException(f.getPath() + ": not a readable Parquet file ("

@@ -34,7 +34,7 @@ public final class ParquetInspector {
   private ParquetInspector() {}
 
   public static Facts inspect(Path file, Configuration conf) throws IOException {
-    try (ParquetFileReader r = ParquetFileReader.open(io.volpool.io.Files2.parquet(file, conf))) {
+    try (ParquetFileReader r = io.volpool.io.Files2.openParquet(file, conf)) {
       ParquetMetadata md = r.getFooter();
       Map<String, VolumeShape> shapes = new HashMap<>();
       String arrow = md.getFileMetaData().getKeyValueMetaData().get("ARROW:schema");

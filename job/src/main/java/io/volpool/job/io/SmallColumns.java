@@ -57,7 +57,7 @@ public final class SmallColumns {
   public static long read(Path file, String folder, List<String> columns, Configuration conf, RowVisitor visitor)
       throws IOException {
     long rowInFile = 0;
-    try (ParquetFileReader r = ParquetFileReader.open(Files2.parquet(file, conf))) {
+    try (ParquetFileReader r = Files2.openParquet(file, conf)) {
       MessageType fileSchema = r.getFooter().getFileMetaData().getSchema();
       MessageType small = project(fileSchema, columns);
       r.setRequestedSchema(small);
