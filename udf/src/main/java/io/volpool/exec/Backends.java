@@ -92,7 +92,7 @@ public final class Backends {
   /**
    * Warms this JVM's backend for these settings before tasks come, on a thread of its own: the GPU
    * backend opens the devices of {@code gpuAddresses} (Spark's addresses; none: device 0) and
-   * allocates the pinned pool ({@link Backend#warm}); before that, the native Snappy library is loaded
+   * allocates the pinned pool ({@link Backend#warm}); after that, the native Snappy library is loaded
    * ({@link io.volpool.io.CodecWarmUp}). Called by {@code VolpoolPlugin} when an
    * executor starts and by the job in local mode while it plans. A task asking for the backend
    * meanwhile waits until it exists (CUDA initialised), not for the pool: pool memory is used as it
@@ -104,28 +104,32 @@ public final class Backends {
       long pinnedPoolBytes, java.util.List<String> gpuAddresses) {
     Thread t = new Thread(() -> {
       long t0 = System.nanoTime();
-      String codecs;
-      try {
-        codecs = io.volpool.io.CodecWarmUp.warm();
-      } catch (RuntimeException | LinkageError e) {
-        codecs = "Snappy not loaded (" + e + ")";
-      }
+      String what;
       try {
         Backend b = get(device, cpuThreads, gpuMemoryFraction, MemoryBudget.forJvm(budgetBytes));
         java.util.List<Integer> devices = new java.util.ArrayList<>();
         for (String a : gpuAddresses.isEmpty() ? java.util.List.of("") : gpuAddresses) {
           devices.add(b.deviceFor(a.isEmpty() ? null : a));
         }
-        String what = b.warm(devices, pinnedPoolBytes) + "; " + codecs;
-        lastWarmUp = what;
-        WARM_UPS.incrementAndGet();
+        what = b.warm(devices, pinnedPoolBytes);
         LOG.info("volpool warm-up done in {} ms: {}", (System.nanoTime() - t0) / 1_000_000, what);
       } catch (RuntimeException | LinkageError e) {
-        lastWarmUp = "failed: " + e;
-        WARM_UPS.incrementAndGet();
+        what = "failed: " + e;
         LOG.warn("volpool warm-up failed after {} ms (tasks open the backend themselves and say why if they cannot): {}",
             (System.nanoTime() - t0) / 1_000_000, e.toString());
       }
+      // after the backend, which every first task waits for; a task that meets Snappy meanwhile waits for this load
+      // instead of doing its own
+      String codecs;
+      try {
+        codecs = io.volpool.io.CodecWarmUp.warm();
+        LOG.info("volpool warm-up: {}", codecs);
+      } catch (RuntimeException | LinkageError e) {
+        codecs = "Snappy not loaded (" + e + ")";
+        LOG.warn("volpool warm-up: {}", codecs);
+      }
+      lastWarmUp = what + "; " + codecs;
+      WARM_UPS.incrementAndGet();
     }, "volpool-warm-up");
     t.setDaemon(true);
     t.start();
