@@ -8,7 +8,8 @@
 # [3,16,32,32] with Spark's writer (snappy, SampleData) to /dev/shm, runs SparkCeiling (read only, copy,
 # row mapPartitions copy; each twice, the second warm), keeps its uncompressed copy as the
 # uncompressed set, then volpool's identity job twice on each set and fused,avgpool3d once, and the
-# machine's own limits: dd of one input file, and of all of them from as many processes as cores.
+# machine's own limits: dd of one input file, and of all of them from as many processes as cores;
+# memcpy and read() by one thread (scripts/machine-limits.py).
 # LOG_DIR gets datapath.log and summaries.jsonl (one run summary per line).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +29,7 @@ du -sh "$shm/snappy" | tee -a "$LOG"
 log "machine: dd of one file, then of every file from $(nproc) processes"
 dd if="$(ls "$shm"/snappy/*.parquet | head -1)" of=/dev/null bs=8M 2>&1 | tail -1 | tee -a "$LOG"
 ( time (ls "$shm"/snappy/*.parquet | xargs -P"$(nproc)" -I{} dd if={} of=/dev/null bs=8M status=none) ) 2>&1 | grep real | tee -a "$LOG"
+python3 "$root/scripts/machine-limits.py" "$(ls "$shm"/snappy/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
 
 log "anchor: SparkCeiling ($master)"
 mkdir -p "$shm/ceiling-classes"

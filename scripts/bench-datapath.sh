@@ -48,6 +48,8 @@ log "machine: dd of /dev/shm from 16 processes (16 of the uncompressed files), t
 ( time (ls /dev/shm/ref-none/*.parquet | head -16 | xargs -P16 -I{} dd if={} of=/dev/null bs=8M status=none) ) 2>&1 | grep real | tee -a "$LOG"
 du -ch $(ls /dev/shm/ref-none/*.parquet | head -16) | tail -1 | tee -a "$LOG"
 dd if="$(ls /dev/shm/ref-none/*.parquet | head -1)" of=/dev/null bs=8M 2>&1 | tail -1 | tee -a "$LOG"
+log "machine: memcpy and read() by one thread (scripts/machine-limits.py)"
+python3 scripts/machine-limits.py "$(ls /dev/shm/ref-none/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
 
 log "anchors: SparkCeiling (Spark's own read and copy of ref-snappy)"
 "$J" -Xmx48g $JAVA_OPENS -cp ".stage/bench:$CP" SparkCeiling /dev/shm/ref-snappy /dev/shm/ceiling "local[16]" 2>&1 \
