@@ -53,16 +53,21 @@ if [ "$what" = warm ]; then
     --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors
   echo "== class archive: rc=$? $(python3 -c "print(round($(date +%s.%N)-$t0,1))") s, $(du -m $ARCH | cut -f1) MiB" | tee -a "$OUT/warm.log"
   tail -3 "$ARCH.log" >> "$OUT/warm.log"
+  # the 1,024-volume job: warm_job JVM_FLAGS PINNED_POOL, its log in /tmp/warm.log
+  warm_job() {
+    # shellcheck disable=SC2086
+    "$J" -Xmx48g $1 $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.VolpoolMain \
+      --master 'local[16]' --conf spark.volpool.input=/dev/shm/warm-vols --conf spark.volpool.output=/dev/shm/warm-out \
+      --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.output.mode=overwrite \
+      --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors --conf spark.ui.enabled=false \
+      --conf spark.volpool.gpu.pinnedPool.size=$2 > /tmp/warm.log 2>&1
+  }
   for i in 1 2 3; do
     for run in none:0 archive:0 archive:2g; do
       share=""; [ "${run%%:*}" = archive ] && share="-XX:SharedArchiveFile=$ARCH -Xshare:on"
       pool=${run#*:}
       t0=$(date +%s.%N)
-      "$J" -Xmx48g $share $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.VolpoolMain \
-        --master 'local[16]' --conf spark.volpool.input=/dev/shm/warm-vols --conf spark.volpool.output=/dev/shm/warm-out \
-        --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.output.mode=overwrite \
-        --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors --conf spark.ui.enabled=false \
-        --conf spark.volpool.gpu.pinnedPool.size=$pool > /tmp/warm.log 2>&1
+      warm_job "$share" "$pool"
       rc=$?; t1=$(date +%s.%N)
       { echo "== round $i ${run%%:*} pinnedPool.size=$pool rc=$rc process $(python3 -c "print(round($t1-$t0,2))") s"
         python3 -c "import json; d=json.load(open('/dev/shm/warm-out/_volpool_summary.json')); print('   wall', d['wall_seconds'], 'timeline', d.get('timeline'))" 2>&1
@@ -73,11 +78,7 @@ if [ "$what" = warm ]; then
   if [ -n "${PROFILER:-}" ]; then
     # one more run with the archive under async-profiler's wall clock (every thread, 1 ms): the collapsed stacks
     # go to $OUT/wall-1024.txt, the task threads' summary (scripts/wall-profile.py) to the end of warm.log
-    "$J" -Xmx48g -XX:SharedArchiveFile=$ARCH -Xshare:on -agentpath:$PROFILER=start,event=wall,interval=1ms,threads,collapsed,file=$OUT/wall-1024.txt \
-      $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.VolpoolMain \
-      --master 'local[16]' --conf spark.volpool.input=/dev/shm/warm-vols --conf spark.volpool.output=/dev/shm/warm-out \
-      --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.output.mode=overwrite \
-      --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors --conf spark.ui.enabled=false > /tmp/warm.log 2>&1
+    warm_job "-XX:SharedArchiveFile=$ARCH -Xshare:on -agentpath:$PROFILER=start,event=wall,interval=1ms,threads,collapsed,file=$OUT/wall-1024.txt" 0
     { echo "== profiled run rc=$?"; grep -E "timeline|wall time" /tmp/warm.log; python3 scripts/wall-profile.py "$OUT/wall-1024.txt" 1 2>&1 | head -50; } \
       | tee -a "$OUT/warm.log"
   fi

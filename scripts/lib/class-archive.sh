@@ -7,10 +7,17 @@
 # mode it was dumped with (a heap of 32 GiB or more turns compressed pointers off); the stamp beside
 # the archive records all three, so that a stale archive is noticed here, not by a JVM warning.
 
-# volpool_job_classpath ROOT JAR: the job's class path spelled out in a fixed order (a wildcard expands
-# in directory order, and an archive maps only onto the class path it was made for)
+# volpool_job_classpath ROOT: the built job's class path spelled out in a fixed order (a wildcard expands
+# in directory order, and an archive maps only onto the class path it was made for); fails saying how to
+# build when the job is not built
 volpool_job_classpath() {
-  echo "$2:$(ls "$1"/job/target/lib/*.jar | tr '\n' ':')"
+  local jar
+  jar=$(ls "$1"/job/target/volpool-job-*.jar 2>/dev/null | grep -v -e '-spark.jar' -e '-tests.jar' | head -1 || true)
+  if [ -z "$jar" ] || [ ! -d "$1/job/target/lib" ]; then
+    echo "volpool: the job is not built; run: mvn -q -B -DskipTests package" >&2
+    return 1
+  fi
+  echo "$jar:$(ls "$1"/job/target/lib/*.jar | tr '\n' ':')"
 }
 
 # volpool_heap_flags JAVA_OPTIONS: the options among JAVA_OPTIONS that decide the pointer mode

@@ -185,7 +185,7 @@ public final class VolpoolJob {
       io.volpool.exec.Backends.requireGpu();
     }
     if (local && !s.device().equals("cpu")) {
-      // the driver is the executor: load Snappy, open the GPU and allocate the pinned pool while the job plans (not
+      // the driver is the executor: open the GPU, allocate the pinned pool and load Snappy while the job plans (not
       // for device=cpu: on 2 cores a warm-up thread beside the planning driver moved the first commit by nothing)
       io.volpool.exec.Backends.warmInBackground(s.device(), cpuThreads(s, spark), s.gpuMemoryFraction(),
           s.memoryBudget() > 0 ? s.memoryBudget() : io.volpool.memory.MemoryBudget.defaultLimit(), s.gpuPinnedPoolBytes(),

@@ -9,6 +9,7 @@ import io.volpool.cuda.CudaUnavailableException;
 import io.volpool.memory.MemoryBudget;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -87,7 +88,7 @@ public final class Backends {
   }
 
   private static volatile String lastWarmUp;
-  private static final java.util.concurrent.atomic.AtomicInteger WARM_UPS = new java.util.concurrent.atomic.AtomicInteger();
+  private static final AtomicInteger WARM_UPS = new AtomicInteger();
 
   /**
    * Warms this JVM's backend for these settings before tasks come, on a thread of its own: the GPU
