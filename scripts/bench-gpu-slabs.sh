@@ -8,7 +8,7 @@
 #  2. One 4 GiB .npy [64,256,256,256] through avgpool3d, whole and in slabs (256 MiB budget).
 #  3. One 4.5 GiB volume stored across rows [18,1024,256,256] through avgpool3d (slabs, rows to rows),
 #     and one of 288 MiB [3,384,256,256] through fused (rows to rows, 1.5 GiB of output rows).
-# SLABS_QUICK=1 runs only part 1's whole and 64 MiB runs, alternated twice (issue 13's target).
+# SLABS_QUICK=1 runs only part 1's whole and 64 MiB runs, alternated PAIRS (default 2) times (issue 13's target).
 # Per run: wall, GB/s in (whole run and steady state), peak budget, the JVM's peak RSS and the GPU's
 # peak memory (nvidia-smi every 100 ms). Logs: $OUT/gpu-slabs.log, $OUT/gpu-slabs.jsonl.
 set -uo pipefail
@@ -77,13 +77,15 @@ log "machine: dd of /dev/shm from 16 processes"
 echo "    16 x 512 MiB read" | tee -a "$LOG"
 NPY="--conf spark.volpool.input.format=npy --conf spark.volpool.output.format=npy"
 if [ "${SLABS_QUICK:-0}" = 1 ]; then
-  # issue 13's target alone: whole against slabs under 64 MiB (1/8 of a volume), alternated, twice each
-  for r in 1 2; do
+  # issue 13's target alone: whole against slabs under 64 MiB (1/8 of a volume), alternated, PAIRS times each
+  # (each pair's outputs checked by checksum, then removed: /dev/shm holds 64 GiB)
+  for r in $(seq 1 "${PAIRS:-2}"); do
     job whole-64-r$r /dev/shm/slab-ref /dev/shm/slab-out-whole-r$r avgpool3d $NPY
     job slabs-64m-r$r /dev/shm/slab-ref /dev/shm/slab-out-64m-r$r avgpool3d $NPY --conf spark.volpool.memory.budget=64m
-  done
-  for o in whole-r1 64m-r1 whole-r2 64m-r2; do
-    [ -d /dev/shm/slab-out-$o ] && (cd /dev/shm/slab-out-$o && sha256sum *.npy | sha256sum | sed "s/-$/slab-out-$o/") | tee -a "$LOG"
+    for o in whole-r$r 64m-r$r; do
+      [ -d /dev/shm/slab-out-$o ] && (cd /dev/shm/slab-out-$o && sha256sum *.npy | sha256sum | sed "s/-$/slab-out-$o/") | tee -a "$LOG"
+      rm -rf /dev/shm/slab-out-$o
+    done
   done
   rm -rf /dev/shm/slab-out-* /dev/shm/slab-ref
   log "done (quick)"

@@ -13,6 +13,11 @@ import java.util.concurrent.Future;
  * and starts reading the slab after it into the other window on {@code reader}, while the caller
  * runs this one. The planes two slabs share (their halo) are copied over, never read twice, and the
  * source is read forward only. Not thread-safe: one task thread drives it.
+ *
+ * <p>A run that keeps the halo where it computes (the GPU keeps it in device memory) asks for
+ * {@linkplain #newPlanesOnly new planes only}: each window then holds just the planes the slab
+ * before did not read, laid out {@code [C, planes, H, W]} from {@link #firstNew()} to the window's
+ * end, so the halo is neither copied on the host nor sent to the device again.
  */
 public final class SlabInput implements AutoCloseable {
   private final SlabPlan plan;
@@ -21,6 +26,9 @@ public final class SlabInput implements AutoCloseable {
   private final ExecutorService reader;
   private final int t;
   private final int hw;
+  private final boolean newOnly;
+  /** The first plane read into the window {@link #next} returned last (planes before it are the halo). */
+  private int firstNew;
   private FloatBuffer cur;
   private FloatBuffer spare;
   /** Byte views of the two windows when they are plain memory (pinned), else null. */
@@ -53,14 +61,35 @@ public final class SlabInput implements AutoCloseable {
    */
   public SlabInput(SlabPlan plan, int planes, PlaneSource src, PhaseTimes times, ExecutorService reader, FloatBuffer a,
       FloatBuffer b, java.nio.ByteBuffer aBytes, java.nio.ByteBuffer bBytes) {
+    this(plan, planes, src, times, reader, a, b, aBytes, bBytes, false, READ_THREADS);
+  }
+
+  /**
+   * Reads into pinned windows {@code a} and {@code b} (float and byte views), each of at least
+   * {@link #newFloats(SlabPlan, int)} floats, only the planes each slab adds to the last one's
+   * window; the caller keeps the halo. Reads of one window are split by channel among
+   * {@code readThreads} threads where the source allows.
+   */
+  public static SlabInput newPlanesOnly(SlabPlan plan, int planes, PlaneSource src, PhaseTimes times,
+      ExecutorService reader, FloatBuffer a, FloatBuffer b, java.nio.ByteBuffer aBytes, java.nio.ByteBuffer bBytes,
+      int readThreads) {
+    return new SlabInput(plan, planes, src, times, reader, a, b, aBytes, bBytes, true, readThreads);
+  }
+
+  private final int readThreads;
+
+  private SlabInput(SlabPlan plan, int planes, PlaneSource src, PhaseTimes times, ExecutorService reader, FloatBuffer a,
+      FloatBuffer b, java.nio.ByteBuffer aBytes, java.nio.ByteBuffer bBytes, boolean newOnly, int readThreads) {
     this.plan = plan;
+    this.newOnly = newOnly;
+    this.readThreads = Math.max(1, readThreads);
     this.src = src;
     this.times = times;
     this.reader = reader;
     this.t = planes;
     VolumeShape in = plan.input();
     this.hw = in.h() * in.w();
-    long n = floats(plan, planes);
+    long n = newOnly ? newFloats(plan, planes) : floats(plan, planes);
     if (a.capacity() < n || b.capacity() < n) {
       throw new IllegalArgumentException("slab windows of " + a.capacity() + " and " + b.capacity() + " floats; slabs of "
           + planes + " output planes need " + n);
@@ -74,6 +103,20 @@ public final class SlabInput implements AutoCloseable {
   /** Floats one window holds for slabs of {@code planes} output planes (two are held). */
   public static long floats(SlabPlan plan, int planes) {
     return io.volpool.op.Slab.floats(plan.input(), plan.widestInput(0, Math.min(planes, plan.output().d())));
+  }
+
+  /** Floats one window holds for slabs of {@code planes} output planes when it holds new planes only. */
+  public static long newFloats(SlabPlan plan, int planes) {
+    return io.volpool.op.Slab.floats(plan.input(), plan.mostNewPlanes(planes));
+  }
+
+  /**
+   * The first input plane that the window {@link #next} returned last holds when reading new planes
+   * only: the window's planes from here to its end were read; those before it are the halo, which
+   * the last window held.
+   */
+  public int firstNew() {
+    return firstNew;
   }
 
   /** The record being read, for messages. */
@@ -95,6 +138,8 @@ public final class SlabInput implements AutoCloseable {
     }
     int o1 = Math.min(od, o0 + t);
     int[] window = plan.inputPlanes(o0, o1);
+    // what fill() read for this window: from the end of the window held before it
+    firstNew = Math.min(window[1], Math.max(heldHi, window[0]));
     FloatBuffer swap = cur;
     cur = spare;
     spare = swap;
@@ -121,7 +166,7 @@ public final class SlabInput implements AutoCloseable {
     int b = w[1];
     int c = plan.input().c();
     long r0 = System.nanoTime();
-    int parts = spareBytes != null && src.concurrentChannels() ? Math.min(c, READ_THREADS) : 1;
+    int parts = spareBytes != null && src.concurrentChannels() ? Math.min(c, readThreads) : 1;
     if (parts == 1) {
       fillChannels(0, c, a, b, false);
     } else {
@@ -156,6 +201,19 @@ public final class SlabInput implements AutoCloseable {
 
   /** Channels {@code [c0, c1)} of the window {@code [a, b)}: the halo copied from {@code cur}, the rest read. */
   private void fillChannels(int c0, int c1, int a, int b, boolean byChannels) {
+    if (newOnly) {
+      // only the planes after the held window, packed from index 0: the caller keeps the halo
+      int read = Math.max(heldHi, a);
+      if (read < b) {
+        int stride = (b - read) * hw;
+        if (byChannels) {
+          src.readChannels(c0, c1, read, b, spareBytes, 0, stride);
+        } else {
+          src.read(read, b, spareBytes, 0, stride);
+        }
+      }
+      return;
+    }
     int stride = (b - a) * hw;
     int keepLo = Math.max(a, heldLo);
     if (keepLo < heldHi) {

@@ -38,6 +38,8 @@ final class CudaDevice implements AutoCloseable {
   final int ordinal;
   final String name;
   final int multiprocessors;
+  /** The widest row pitch a 2D copy takes (CU_DEVICE_ATTRIBUTE_MAX_PITCH). */
+  final long maxPitch;
   /** This device's memory for batches (a share of what was free when it was opened). */
   final MemoryBudget memory;
   /** Device buffers, streams and events of batches, reused by size; counted against {@link #memory}. */
@@ -62,6 +64,9 @@ final class CudaDevice implements AutoCloseable {
     Cuda.check(cuDeviceGetAttribute(v, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
         "cuDeviceGetAttribute(multiprocessor count)");
     this.multiprocessors = v[0];
+    Cuda.check(cuDeviceGetAttribute(v, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_PITCH, device),
+        "cuDeviceGetAttribute(max pitch)");
+    this.maxPitch = v[0] & 0xffffffffL;
     Cuda.check(cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain(device " + ordinal + ")");
     makeCurrent();
     byte[] image = loadImage();

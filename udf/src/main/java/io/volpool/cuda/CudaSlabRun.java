@@ -3,6 +3,8 @@ package io.volpool.cuda;
 import static jcuda.driver.JCudaDriver.cuEventElapsedTime;
 import static jcuda.driver.JCudaDriver.cuEventRecord;
 import static jcuda.driver.JCudaDriver.cuEventSynchronize;
+import static jcuda.driver.JCudaDriver.cuMemcpy2DAsync;
+import static jcuda.driver.JCudaDriver.cuMemcpyDtoDAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 import static jcuda.driver.JCudaDriver.cuMemsetD32Async;
@@ -16,22 +18,30 @@ import io.volpool.backend.SlabRun;
 import io.volpool.memory.BufferPool;
 import io.volpool.op.Slab;
 import io.volpool.op.SlabPlan;
+import io.volpool.op.VolumeShape;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
+import jcuda.Pointer;
+import jcuda.driver.CUDA_MEMCPY2D;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUmemorytype;
+import jcuda.driver.CUstream;
 
 /**
  * One volume through a pipeline on a GPU in slabs along D: the same {@link SlabPlan} windows and
- * halos as the CPU, run by the same kernels as whole volumes, told their window. {@link SlabInput}
- * reads each slab's input window straight into one of two pinned windows (the next slab's while the
- * GPU runs this one); each step copies its window to the device, launches the plan's kernels on it
- * and copies the slab's output planes back into one of two pinned output regions; while the GPU runs
- * a slab, the task thread hands the previous slab's output to the sink, so writing the output, the
- * GPU's work and reading the next window overlap. Holds one device slot (a window per used buffer)
- * and one pinned block (two input windows, two output regions), never the volume and nothing on the
- * heap. Driven by one task thread.
+ * halos as the CPU, run by the same kernels as whole volumes, told their window. The halo stays on
+ * the device: two device input windows are used in turn, and each slab's window gets the planes it
+ * shares with the last one by a device-to-device copy from the other, so {@link SlabInput} reads
+ * only the new planes of each slab, straight into one of two pinned staging areas (the next slab's
+ * while the GPU runs this one), and only those cross the bus. Each step then launches the plan's
+ * kernels on the window and copies the slab's output planes back into one of two pinned output
+ * regions; while the GPU runs a slab, the task thread hands the previous slab's output to the sink,
+ * so writing the output, the GPU's work and reading the next planes overlap. Holds one device slot
+ * (a window per used buffer, and the second input window) and one pinned block (two staging areas,
+ * two output regions), never the volume and nothing on the heap. Driven by one task thread.
  */
 final class CudaSlabRun implements SlabRun {
   private static final int NAN_BITS = Float.floatToRawIntBits(Float.NaN);
@@ -53,6 +63,13 @@ final class CudaSlabRun implements SlabRun {
   private SlabInput input;
   private FloatBuffer windowA;
   private FloatBuffer windowB;
+  /** The two device input windows, used in turn; the last slab's window is in {@code inWindows[(slabsDone + 1) % 2]}. */
+  private CUdeviceptr[] inWindows;
+  /** The slot's buffers as the kernels see them, buffer 0 the current input window. */
+  private CUdeviceptr[] launchBuffers;
+  /** The input planes the device window of the last slab holds, {@code [heldLo, heldHi)}. */
+  private int heldLo;
+  private int heldHi;
   private final long outRegionBytes;
   private FloatBuffer[] outs;
   private int o0;
@@ -63,7 +80,11 @@ final class CudaSlabRun implements SlabRun {
   private int pendingRegion;
   private boolean closed;
 
-  /** Device buffer sizes of a slab run: buffer i holds stage i's widest input window, the last the output planes. */
+  /**
+   * Device buffer sizes of a slab run: buffer i holds stage i's widest input window, buffer
+   * {@code stages} the output planes, and one more the second input window (the halo is copied from
+   * one input window to the other).
+   */
   static List<Long> deviceSizes(KernelPlan kp, SlabPlan sp, int planes) {
     int t = Math.min(planes, sp.output().d());
     int stages = sp.pipeline().stages().size();
@@ -72,12 +93,16 @@ final class CudaSlabRun implements SlabRun {
       long floats = i == stages ? Slab.floats(sp.output(), t) : Slab.floats(sp.shape(i), sp.widestInput(i, t));
       sizes.add(kp.used(i) ? floats * Float.BYTES : 0L);
     }
+    sizes.add(sizes.get(0));
     return sizes;
   }
 
-  /** Pinned bytes: two input windows (one read ahead) and two regions of one slab's output planes (one being written out). */
+  /**
+   * Pinned bytes: two staging areas of one slab's new input planes (one read ahead) and two regions
+   * of one slab's output planes (one being written out).
+   */
   private static long pinnedBytes(SlabPlan sp, int t) {
-    return (2 * SlabInput.floats(sp, t) + 2 * Slab.floats(sp.output(), t)) * Float.BYTES;
+    return (2 * SlabInput.newFloats(sp, t) + 2 * Slab.floats(sp.output(), t)) * Float.BYTES;
   }
 
   /** Host bytes from the memory budget: the pinned block. */
@@ -86,7 +111,8 @@ final class CudaSlabRun implements SlabRun {
   }
 
   CudaSlabRun(CudaDevice device, SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times,
-      BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned, ExecutorService reader, boolean poison) {
+      BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned, ExecutorService reader, int readThreads,
+      boolean poison) {
     this.device = device;
     this.plan = plan;
     this.kernels = KernelPlan.of(plan.pipeline(), plan.input());
@@ -96,7 +122,7 @@ final class CudaSlabRun implements SlabRun {
     this.pinned = pinned;
     this.t = Math.max(1, Math.min(planes, plan.output().d()));
     this.bytes = pinnedBytes(plan, t);
-    this.inWindowBytes = SlabInput.floats(plan, t) * Float.BYTES;
+    this.inWindowBytes = SlabInput.newFloats(plan, t) * Float.BYTES;
     this.outRegionBytes = Slab.floats(plan.output(), t) * Float.BYTES;
     this.hostKey = new CudaBackend.PinnedKey(device.ordinal, pinnedBytes(plan, t));
     this.slotKey = new DeviceSlot.Key(List.copyOf(deviceSizes(kernels, plan, t)));
@@ -113,8 +139,10 @@ final class CudaSlabRun implements SlabRun {
       windowB = floats(inWindowBytes, inWindowBytes);
       outs = new FloatBuffer[] {floats(2 * inWindowBytes, outRegionBytes), floats(2 * inWindowBytes + outRegionBytes,
           outRegionBytes)};
-      input = new SlabInput(plan, t, src, times, reader, windowA, windowB, bytes(0, inWindowBytes),
-          bytes(inWindowBytes, inWindowBytes));
+      input = SlabInput.newPlanesOnly(plan, t, src, times, reader, windowA, windowB, bytes(0, inWindowBytes),
+          bytes(inWindowBytes, inWindowBytes), readThreads);
+      inWindows = new CUdeviceptr[] {slot.buffers[0], slot.buffers[slot.buffers.length - 1]};
+      launchBuffers = slot.buffers.clone();
     } catch (RuntimeException | Error e) {
       giveBack();
       throw e;
@@ -155,16 +183,39 @@ final class CudaSlabRun implements SlabRun {
     FloatBuffer x = input.next(o0);
     long xAt = x == windowA ? 0 : inWindowBytes;
     int[] window = plan.inputPlanes(o0, o1);
-    int inFloats = Math.toIntExact(Slab.floats(plan.input(), window[1] - window[0]));
+    int a = window[0];
+    int b = window[1];
+    int from = input.firstNew();
     int outFloats = Math.toIntExact(Slab.floats(plan.output(), o1 - o0));
+    VolumeShape in = plan.input();
+    long plane = (long) in.h() * in.w() * Float.BYTES;
     device.makeCurrent();
     DeviceSlot s = slot;
+    CUdeviceptr win = inWindows[slabsDone % 2];
     Cuda.check(cuEventRecord(s.events[0], s.stream), "cuEventRecord");
-    Cuda.check(cuMemcpyHtoDAsync(s.buffers[0], host.pointer().withByteOffset(xAt), (long) inFloats * Float.BYTES, s.stream),
-        "cuMemcpyHtoDAsync(" + CudaExecutor.mib((long) inFloats * Float.BYTES) + " slab window)");
+    if (poison) {
+      // every plane of the window must come from the halo or the new planes: a gap would show as NaN
+      Cuda.check(cuMemsetD32Async(win, NAN_BITS, slotKey.sizes().get(0) / Float.BYTES, s.stream),
+          "cuMemsetD32Async(poison slab input window)");
+    }
+    if (a < from) {
+      // the halo: planes [a, from), which the last slab's window [heldLo, heldHi) holds on the device
+      if (slabsDone == 0 || a < heldLo || from > heldHi) {
+        throw new IllegalStateException("slab of output planes [" + o0 + ", " + o1 + ") of " + input.record() + " needs input"
+            + " planes [" + a + ", " + from + ") from the last window, which holds [" + heldLo + ", " + heldHi + ")");
+      }
+      copy2d(null, inWindows[(slabsDone + 1) % 2].withByteOffset((a - heldLo) * plane), (heldHi - heldLo) * plane, win,
+          (b - a) * plane, (from - a) * plane, in.c(), "slab halo");
+    }
+    if (from < b) {
+      copy2d(host.pointer().withByteOffset(xAt), null, (b - from) * plane, win.withByteOffset((from - a) * plane),
+          (b - a) * plane, (b - from) * plane, in.c(), "slab input planes");
+    }
+    heldLo = a;
+    heldHi = b;
     Cuda.check(cuEventRecord(s.events[1], s.stream), "cuEventRecord");
     if (poison) {
-      for (int i = 1; i < s.buffers.length; i++) {
+      for (int i = 1; i < s.buffers.length - 1; i++) {
         if (s.buffers[i] != null) {
           Cuda.check(cuMemsetD32Async(s.buffers[i], NAN_BITS, slotKey.sizes().get(i) / Float.BYTES, s.stream),
               "cuMemsetD32Async(poison slab buffer " + i + ")");
@@ -172,7 +223,8 @@ final class CudaSlabRun implements SlabRun {
       }
     }
     Slab[] slabs = plan.slabs(o0, o1);
-    s.runner(kernels).launch(s.stream, s.buffers, 1, slabs);
+    launchBuffers[0] = win;
+    s.runner(kernels).launch(s.stream, launchBuffers, 1, slabs);
     Cuda.check(cuEventRecord(s.events[2], s.stream), "cuEventRecord");
     int region = slabsDone % 2;
     Cuda.check(cuMemcpyDtoHAsync(host.pointer().withByteOffset(2 * inWindowBytes + region * outRegionBytes),
@@ -194,6 +246,45 @@ final class CudaSlabRun implements SlabRun {
     slabsDone++;
     o0 = o1;
     return true;
+  }
+
+  /**
+   * Copies {@code rows} rows of {@code width} bytes on the slot's stream into device memory at
+   * {@code dst} (rows {@code dstPitch} apart), from pinned host memory {@code srcHost} or device memory
+   * {@code srcDev} (rows {@code srcPitch} apart): one 2D copy, or one copy per row where a pitch is
+   * more than the device's 2D copies take.
+   */
+  private void copy2d(Pointer srcHost, CUdeviceptr srcDev, long srcPitch, CUdeviceptr dst, long dstPitch, long width,
+      int rows, String what) {
+    CUstream stream = slot.stream;
+    String call = (srcHost != null ? "cuMemcpyHtoD" : "cuMemcpyDtoD") + "(" + CudaExecutor.mib(width * rows) + " " + what + ")";
+    if (rows == 1 || (srcPitch == width && dstPitch == width)) {
+      long n = width * rows;
+      Cuda.check(srcHost != null ? cuMemcpyHtoDAsync(dst, srcHost, n, stream) : cuMemcpyDtoDAsync(dst, srcDev, n, stream),
+          call);
+    } else if (Math.max(srcPitch, dstPitch) > device.maxPitch) {
+      for (int r = 0; r < rows; r++) {
+        CUdeviceptr d = dst.withByteOffset(r * dstPitch);
+        Cuda.check(srcHost != null ? cuMemcpyHtoDAsync(d, srcHost.withByteOffset(r * srcPitch), width, stream)
+            : cuMemcpyDtoDAsync(d, srcDev.withByteOffset(r * srcPitch), width, stream), call);
+      }
+    } else {
+      CUDA_MEMCPY2D c = new CUDA_MEMCPY2D();
+      if (srcHost != null) {
+        c.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
+        c.srcHost = srcHost;
+      } else {
+        c.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
+        c.srcDevice = srcDev;
+      }
+      c.srcPitch = srcPitch;
+      c.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
+      c.dstDevice = dst;
+      c.dstPitch = dstPitch;
+      c.WidthInBytes = width;
+      c.Height = rows;
+      Cuda.check(cuMemcpy2DAsync(c, stream), call);
+    }
   }
 
   /** Hands the waiting slab output, if any, to the sink. */

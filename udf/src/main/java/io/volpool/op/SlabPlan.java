@@ -70,6 +70,24 @@ public final class SlabPlan {
   }
 
   /**
+   * The most input planes one slab reads that the slab before it did not (the whole window for the
+   * first slab), over slabs of {@code planes} output planes: what a run that keeps the shared planes
+   * (the halo) where it computes, and brings only the new ones, must stage at once.
+   */
+  public int mostNewPlanes(int planes) {
+    int od = output().d();
+    int t = Math.max(1, Math.min(planes, od));
+    int most = 0;
+    int held = Integer.MIN_VALUE;
+    for (int o0 = 0; o0 < od; o0 += t) {
+      int[] w = inputPlanes(o0, Math.min(od, o0 + t));
+      most = Math.max(most, w[1] - Math.max(held, w[0]));
+      held = Math.max(held, w[1]);
+    }
+    return most;
+  }
+
+  /**
    * The most output planes per slab for which {@code fits} holds (it must hold for every smaller
    * count too: buffers grow with the planes), or 0 when not even one plane fits.
    */

@@ -126,4 +126,116 @@ class PositionedPlanesTest {
       reader.shutdownNow();
     }
   }
+
+  /**
+   * The GPU's way: each window holds only the planes the slab before did not read ({@code
+   * newPlanesOnly}), packed {@code [C, planes, H, W]} from {@code firstNew()}, and the run keeps the
+   * halo itself. Rebuilt as the device does it (the halo from the last window, the new planes
+   * behind it), every window holds exactly the volume's planes: for pools whose windows overlap
+   * (k3 s2), touch (k2 s2) and leave gaps (k2 s3), for fused (an upsampling stage, whose slabs often
+   * read no new plane) and fused then avgpool, read by one thread and by several.
+   */
+  @Test
+  void newPlanesOnlyWindowsWithAKeptHaloHoldTheVolumesPlanes(@TempDir Path tmp) throws Exception {
+    java.util.concurrent.ExecutorService reader = java.util.concurrent.Executors.newCachedThreadPool();
+    java.util.SplittableRandom r = new java.util.SplittableRandom(5);
+    try {
+      int d = 17;
+      for (int channels : new int[] {1, 3, 32}) {
+        VolumeShape s = new VolumeShape(channels, d, 4, 6);
+        float[] x = new float[(int) s.numel()];
+        for (int i = 0; i < x.length; i++) {
+          x[i] = i + 0.25f;
+        }
+        Path f = tmp.resolve("n" + channels + ".npy");
+        try (var out = Files.newOutputStream(f)) {
+          Npy.write(io.volpool.format.NpyArray.of(new long[] {channels, d, 4, 6}, x), out);
+        }
+        var fused = io.volpool.testing.RandomData.fused(r, channels, 2, 3, 2, 1, 1, 2);
+        List<io.volpool.op.Pipeline> pipelines = List.of(
+            io.volpool.op.Pipeline.of(new io.volpool.ops.avgpool3d.AvgPool3dSpec(3, 2, 1, false, true)),
+            io.volpool.op.Pipeline.of(new io.volpool.ops.avgpool3d.AvgPool3dSpec(3, 2, 0, true, true)),
+            io.volpool.op.Pipeline.of(new io.volpool.ops.avgpool3d.AvgPool3dSpec(2, 2, 0, false, true)),
+            io.volpool.op.Pipeline.of(new io.volpool.ops.avgpool3d.AvgPool3dSpec(2, 3, 0, false, true)),
+            io.volpool.op.Pipeline.of(fused),
+            io.volpool.op.Pipeline.of(fused, new io.volpool.ops.avgpool3d.AvgPool3dSpec(3, 2, 1, false, true)));
+        for (io.volpool.op.Pipeline p : pipelines) {
+          io.volpool.op.SlabPlan plan = new io.volpool.op.SlabPlan(p, s);
+          for (int planes : new int[] {1, 2, 5}) {
+            for (int threads : new int[] {1, 4}) {
+              checkNewPlanesOnly(f, s, x, plan, planes, threads, reader, p.describe());
+            }
+          }
+        }
+      }
+    } finally {
+      reader.shutdownNow();
+    }
+  }
+
+  private static void checkNewPlanesOnly(Path f, VolumeShape s, float[] x, io.volpool.op.SlabPlan plan, int planes,
+      int threads, java.util.concurrent.ExecutorService reader, String what) throws Exception {
+    NpyVolumeInput in = new NpyVolumeInput(List.of(new NpyFileRef(f.toUri().toString(), f.getFileName().toString(),
+        Files.size(f))), new Configuration(), 1 << 16, new PhaseTimes());
+    int n = (int) io.volpool.backend.SlabInput.newFloats(plan, planes);
+    assertThat((long) n).as("new planes only never need more than the whole window")
+        .isLessThanOrEqualTo(io.volpool.backend.SlabInput.floats(plan, planes));
+    ByteBuffer a = ByteBuffer.allocateDirect(n * 4).order(ByteOrder.LITTLE_ENDIAN);
+    ByteBuffer b = ByteBuffer.allocateDirect(n * 4).order(ByteOrder.LITTLE_ENDIAN);
+    int hw = s.h() * s.w();
+    int c = s.c();
+    float[] held = new float[0];
+    int heldLo = 0;
+    int heldHi = 0;
+    int read = 0;
+    try (PlaneSource src = in.next(PageGate.UNLIMITED).positionedPlanes()) {
+      io.volpool.backend.SlabInput input = io.volpool.backend.SlabInput.newPlanesOnly(plan, planes, src, new PhaseTimes(),
+          reader, a.asFloatBuffer(), b.asFloatBuffer(), a, b, threads);
+      int od = plan.output().d();
+      for (int o0 = 0; o0 < od; o0 += planes) {
+        FloatBuffer w = input.next(o0);
+        int[] win = plan.inputPlanes(o0, Math.min(od, o0 + planes));
+        int lo = win[0];
+        int hi = win[1];
+        int from = input.firstNew();
+        assertThat(from).as("%s slabs of %d, output plane %d: the halo comes from the last window", what, planes, o0)
+            .isBetween(lo, hi);
+        if (from > lo) {
+          assertThat(lo >= heldLo && from <= heldHi).as("%s: halo [%d, %d) inside the last window [%d, %d)", what, lo, from,
+              heldLo, heldHi).isTrue();
+        }
+        float[] now = new float[c * (hi - lo) * hw];
+        for (int ch = 0; ch < c; ch++) {
+          for (int dd = lo; dd < hi; dd++) {
+            for (int e = 0; e < hw; e++) {
+              now[(ch * (hi - lo) + dd - lo) * hw + e] = dd < from ? held[(ch * (heldHi - heldLo) + dd - heldLo) * hw + e]
+                  : w.get((ch * (hi - from) + dd - from) * hw + e);
+            }
+          }
+        }
+        for (int ch = 0; ch < c; ch++) {
+          for (int dd = lo; dd < hi; dd++) {
+            for (int e = 0; e < hw; e++) {
+              float got = now[(ch * (hi - lo) + dd - lo) * hw + e];
+              float want = x[(ch * s.d() + dd) * hw + e];
+              if (got != want) {
+                throw new AssertionError(what + ", " + c + " channels, slabs of " + planes + ", " + threads
+                    + " threads, output plane " + o0 + ": channel " + ch + " plane " + dd + " element " + e + " is " + got
+                    + ", expected " + want);
+              }
+            }
+          }
+        }
+        read += hi - from;
+        held = now;
+        heldLo = lo;
+        heldHi = hi;
+      }
+      input.close();
+    }
+    in.close();
+    int first = plan.inputPlanes(0, Math.min(plan.output().d(), planes))[0];
+    assertThat(read).as("%s slabs of %d: every plane the slabs use is read once, none twice", what, planes)
+        .isLessThanOrEqualTo(s.d() - first);
+  }
 }
