@@ -8,7 +8,8 @@
 #  2. One 4 GiB .npy [64,256,256,256] through avgpool3d, whole and in slabs (256 MiB budget).
 #  3. One 4.5 GiB volume stored across rows [18,1024,256,256] through avgpool3d (slabs, rows to rows),
 #     and one of 288 MiB [3,384,256,256] through fused (rows to rows, 1.5 GiB of output rows).
-# SLABS_QUICK=1 runs only part 1's whole and 64 MiB runs, alternated PAIRS (default 2) times (issue 13's target).
+# SLABS_QUICK=1 runs only part 1's whole and 64 MiB runs, alternated PAIRS (default 2) times (issue 13's target);
+# with SLABS_BIG=1 parts 2 and 3 follow.
 # Per run: wall, GB/s in (whole run and steady state), peak budget, the JVM's peak RSS and the GPU's
 # peak memory (nvidia-smi every 100 ms). Logs: $OUT/gpu-slabs.log, $OUT/gpu-slabs.jsonl.
 set -uo pipefail
@@ -89,8 +90,8 @@ if [ "${SLABS_QUICK:-0}" = 1 ]; then
   done
   rm -rf /dev/shm/slab-out-* /dev/shm/slab-ref
   log "done (quick)"
-  exit 0
-fi
+  [ "${SLABS_BIG:-0}" = 1 ] || exit 0
+else
 job whole-64 /dev/shm/slab-ref /dev/shm/slab-out-whole avgpool3d $NPY
 job slabs-64m /dev/shm/slab-ref /dev/shm/slab-out-64m avgpool3d $NPY --conf spark.volpool.memory.budget=64m
 # the same two with the pinned pool the warm-up allocates (issue 15): no cuMemHostAlloc in the tasks
@@ -109,6 +110,7 @@ for o in whole 64m 160m whole2 64m2; do
   [ -d /dev/shm/slab-out-$o ] && (cd /dev/shm/slab-out-$o && sha256sum *.npy | sha256sum | sed "s/-$/slab-out-$o/") | tee -a "$LOG"
 done
 rm -rf /dev/shm/slab-out-* /dev/shm/slab-ref
+fi
 log "one 4 GiB .npy [64,256,256,256]"
 python3 -c "import numpy as np, os; os.makedirs('/dev/shm/big-npy', exist_ok=True); np.save('/dev/shm/big-npy/big.npy', np.random.default_rng(4).standard_normal((64, 256, 256, 256), dtype=np.float32))"
 job big-npy-whole /dev/shm/big-npy /dev/shm/big-out-whole avgpool3d $NPY
