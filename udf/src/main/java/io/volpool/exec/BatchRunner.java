@@ -188,6 +188,7 @@ public final class BatchRunner implements TaskRun {
           return f;
         }
         batches += streamed.slabs();
+        slabProgress(1, 1);
         streamed.close();
         streamed = null;
       }
@@ -340,14 +341,17 @@ public final class BatchRunner implements TaskRun {
     }
     LOG.info("{}: volume {} {} ({}) runs alone on {}, in slabs along D: {}", taskName, item.record(), s,
         MemoryBudget.mib(s.bytes()), backend.name(device), vp.why());
+    slabbedBytes = s.bytes();
+    slabbedCounted = 0;
     try {
       if (spec.outputRows() && !spec.pipeline().stages().isEmpty()) {
         // written across rows: the output streams out row by row as the slabs run, whatever its size
         streamed = StreamedVolume.start(item, spec.pipeline(), backend, device, vp.slabPlanes(), spec.outputRowBytes(),
-            budget, task, spillIn);
+            budget, task, spillIn, done -> slabProgress(done, outShape.d()));
       } else {
         spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, task, spillIn,
-            spillOut);
+            spillOut, done -> slabProgress(done, outShape.d()));
+        slabProgress(1, 1);
         bytesOut += outShape.bytes();
       }
     } catch (IllegalArgumentException e) {
@@ -355,9 +359,24 @@ public final class BatchRunner implements TaskRun {
     }
     peeked = null;
     volumesIn++;
-    bytesIn += s.bytes();
     onRead.run();
     slabbed++;
+  }
+
+  /** The input bytes of the volume running in slabs, and how many of them progress has counted so far. */
+  private long slabbedBytes;
+  private long slabbedCounted;
+
+  /**
+   * Counts the slabbed volume's input bytes as its slabs finish, in proportion to the output planes
+   * done ({@code done} of {@code total}; exact once all are), so progress moves through a volume of
+   * gigabytes instead of jumping when it ends.
+   */
+  private void slabProgress(long done, long total) {
+    long now = done >= total ? slabbedBytes : (long) (slabbedBytes * ((double) done / total));
+    bytesIn += now - slabbedCounted;
+    slabbedCounted = now;
+    onRead.run();
   }
 
   /** Submits the batch being filled; false (still filling) when the device is busy and we hold another batch. */

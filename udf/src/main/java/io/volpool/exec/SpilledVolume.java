@@ -30,9 +30,10 @@ final class SpilledVolume {
    * Runs {@code item} through {@code pipeline} on {@code backend}'s {@code device} in slabs of
    * {@code planes} output planes (as {@link Backend#plan} chose); call holding no batch. The
    * returned output lies in {@code out} and is valid until {@code out} or {@code in} is next used.
+   * {@code planesDone} is told the output planes done so far after each slab (progress).
    */
   static BatchRunner.Finished run(VolumeSource item, Pipeline pipeline, Backend backend, int device, int planes, int gap,
-      TaskState task, ScratchMap in, ScratchMap out) {
+      TaskState task, ScratchMap in, ScratchMap out, java.util.function.LongConsumer planesDone) {
     PhaseTimes times = task.times();
     VolumeShape inShape = item.shape();
     VolumeShape outShape = pipeline.outputShape(inShape);
@@ -54,6 +55,7 @@ final class SpilledVolume {
         for (int c = 0; c < outShape.c(); c++) {
           dst.put((int) (c * outShape.plane() + (long) o0 * ohw), y, c * (o1 - o0) * ohw, (o1 - o0) * ohw);
         }
+        planesDone.accept(o1); // slabs come in order from plane 0
       }, times, device)) {
         while (run.step()) {
           // each step writes one slab's output planes into the mapped output

@@ -32,9 +32,10 @@ final class StreamedVolume implements AutoCloseable {
   /**
    * Starts {@code item} through {@code pipeline} on {@code backend}'s {@code device} in slabs of at
    * most {@code planes} output planes, written in rows of at most {@code rowBytes}; call holding no batch.
+   * {@code planesDone} is told the output planes done so far after each slab (progress).
    */
   static StreamedVolume start(VolumeSource item, Pipeline pipeline, Backend backend, int device, int planes,
-      long rowBytes, MemoryBudget budget, TaskState task, ScratchMap scratch) {
+      long rowBytes, MemoryBudget budget, TaskState task, ScratchMap scratch, java.util.function.LongConsumer planesDone) {
     PhaseTimes times = task.times();
     SlabPlan plan = new SlabPlan(pipeline, item.shape());
     int rowPlanes = OutputRows.rowPlanes(plan.output(), rowBytes);
@@ -45,7 +46,7 @@ final class StreamedVolume implements AutoCloseable {
     OutputRows rows = null;
     try {
       src = SpilledVolume.planes(item, times, scratch);
-      rows = new OutputRows(item, plan.output(), rowPlanes, budget, task, done -> { });
+      rows = new OutputRows(item, plan.output(), rowPlanes, budget, task, planesDone);
       SlabRun run = backend.startSlabs(plan, t, src, rows, times, device);
       return new StreamedVolume(src, rows, run);
     } catch (RuntimeException | Error e) {

@@ -315,6 +315,36 @@ class BatchRunnerTest {
     assertThat(budget.used()).as("everything given back once the backend's pools close").isZero();
   }
 
+  /**
+   * Progress through a volume larger than a batch, stored in one row: its input bytes are counted as
+   * its slabs finish, not when it ends, both when its output is one value and when it streams out
+   * across rows; the count ends exact, with the small volume after it added whole.
+   */
+  @Test
+  void aSlabbedVolumesBytesAreCountedAsItsSlabsFinish() {
+    VolumeShape big = new VolumeShape(4, 16, 16, 16);
+    VolumeShape small = new VolumeShape(1, 4, 4, 4);
+    MemoryBudget budget = new MemoryBudget(100_000);
+    for (boolean rows : new boolean[] {false, true}) {
+      List<Long> seen = new ArrayList<>();
+      EngineSpec spec = new EngineSpec(POOL, 2, 4, rows ? 16L << 10 : 512L << 20, rows);
+      try (CpuBackend cpu = CpuBackend.fast(1, budget);
+          BatchRunner r = new BatchRunner(input(List.of(big, small), 9, 0), cpu, 0, spec, budget, new TaskState(), "test",
+              ScratchFiles.TEMP)) {
+        r.onRead(() -> seen.add(r.bytesIn()));
+        while (r.next() != null) {
+          // drain
+        }
+        assertThat(r.bytesIn()).isEqualTo(big.bytes() + small.bytes());
+        assertThat(r.slabbedVolumes()).isEqualTo(1);
+      }
+      assertThat(seen).as("rows=%s: counted along the volume: %s", rows, seen).isSorted();
+      assertThat(seen.stream().filter(b -> b > 0 && b < big.bytes()).count())
+          .as("rows=%s: counts between none and the whole volume: %s", rows, seen).isGreaterThanOrEqualTo(3);
+      assertThat(seen).as("rows=%s: the volume counted exactly once it is done", rows).contains(big.bytes());
+    }
+  }
+
   @Test
   void spillFilesAreReusedVolumeAfterVolumeAndUnmappedAndDeletedAtTheEnd() throws Exception {
     // volumes too large for a batch, read through copyTo (not by position): each spills its input and
