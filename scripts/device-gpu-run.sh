@@ -6,7 +6,7 @@
 # the bare page reader on /dev/shm), multigpu (scripts/bench-multigpu.sh: one GPU against two, as two
 # standalone workers and as one executor), maxpool (maxpool3d's kernels beside PyTorch's), profile
 # (Nsight Compute on the fast kernels), warm (a 1,024-volume job as a process, without and with the
-# pinned pool), all (tests + bench). Logs go to $OUT.
+# pinned pool; WARM_RUNS="SETUP:POOL ..." picks the set-ups, SETUP none or archive), all (tests + bench). Logs go to $OUT.
 set -uo pipefail
 what=${1:-all}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -63,7 +63,7 @@ if [ "$what" = warm ]; then
       --conf spark.volpool.gpu.pinnedPool.size=$2 > /tmp/warm.log 2>&1
   }
   for i in 1 2 3; do
-    for run in none:0 archive:0 archive:2g; do
+    for run in ${WARM_RUNS:-none:0 archive:0 archive:2g}; do
       share=""; [ "${run%%:*}" = archive ] && share="-XX:SharedArchiveFile=$ARCH -Xshare:on"
       pool=${run#*:}
       t0=$(date +%s.%N)

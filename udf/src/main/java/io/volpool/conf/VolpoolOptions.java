@@ -68,7 +68,9 @@ public final class VolpoolOptions {
           + " plugin in `spark.plugins`, see \"Warm executors\"; in local mode when the job starts), beside opening its GPUs"
           + " and loading the kernels, so the first tasks do not wait for `cuMemHostAlloc` (milliseconds per block);"
           + " batches carve their staging buffers from it and the memory budget still bounds what they hold, so at most"
-          + " the budget is useful, e.g. `4g`. 0: none, each block is allocated when first needed. Off-heap: add it to"
+          + " the budget is useful, e.g. `4g`. It is allocated in chunks of 128 MiB, each used as soon as it exists; a batch"
+          + " whose buffers are larger than a chunk allocates them on its own. 0: none, each block is allocated when first"
+          + " needed. Off-heap: add it to"
           + " `spark.executor.memoryOverhead`.");
   public static final ConfKey<Long> NPY_MAX_HEADER = ConfKey.bytes(PREFIX + "input.npy.maxHeaderSize", "10000", 128, 1 << 30, false,
       "between 128 and 1g", "Largest .npy header accepted (numpy's `max_header_size`), e.g. `10000` or `64k`; larger headers"

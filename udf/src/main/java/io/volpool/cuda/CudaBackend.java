@@ -74,11 +74,14 @@ public final class CudaBackend implements Backend {
   record PinnedChunk(Pointer base, CudaDevice owner, Arena arena) {}
 
   /**
-   * Bytes of one chunk of the pinned pool: JCuda views a host allocation as one ByteBuffer, whose
-   * capacity is an int, so a larger pool is several allocations (a 2 GiB one came back with capacity
-   * 0 on the H200 and every block carved from it failed).
+   * Bytes of one chunk of the pinned pool. A pool is several allocations: JCuda views a host
+   * allocation as one ByteBuffer, whose capacity is an int (a 2 GiB one came back with capacity 0 on
+   * the H200 and every block carved from it failed); and the driver serializes pinning, so while one
+   * chunk is pinned the tasks' own CUDA calls wait: 1 GiB chunks (about 0.5 s each on the H200) held
+   * the first tasks back longer than the pool saved them. A chunk of 128 MiB takes tens of
+   * milliseconds, and tasks carve their blocks from each chunk as soon as it exists.
    */
-  static final long POOL_CHUNK = 1L << 30;
+  static final long POOL_CHUNK = 128L << 20;
 
   private final AtomicBoolean poolClaimed = new AtomicBoolean();
 
