@@ -57,12 +57,12 @@ final class CudaSlabRun implements SlabRun {
   private final BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned;
   private final CudaBackend.PinnedKey hostKey;
   private final DeviceSlot.Key slotKey;
-  private final long inWindowBytes;
+  private final long stagingBytes;
   private DeviceSlot slot;
   private CudaBackend.PinnedBlock host;
   private SlabInput input;
-  private FloatBuffer windowA;
-  private FloatBuffer windowB;
+  private FloatBuffer stagingA;
+  private FloatBuffer stagingB;
   /** The two device input windows, used in turn; the last slab's window is in {@code inWindows[(slabsDone + 1) % 2]}. */
   private CUdeviceptr[] inWindows;
   /** The slot's buffers as the kernels see them, buffer 0 the current input window. */
@@ -122,7 +122,7 @@ final class CudaSlabRun implements SlabRun {
     this.pinned = pinned;
     this.t = Math.max(1, Math.min(planes, plan.output().d()));
     this.bytes = pinnedBytes(plan, t);
-    this.inWindowBytes = SlabInput.newFloats(plan, t) * Float.BYTES;
+    this.stagingBytes = SlabInput.newFloats(plan, t) * Float.BYTES;
     this.outRegionBytes = Slab.floats(plan.output(), t) * Float.BYTES;
     this.hostKey = new CudaBackend.PinnedKey(device.ordinal, pinnedBytes(plan, t));
     this.slotKey = new DeviceSlot.Key(List.copyOf(deviceSizes(kernels, plan, t)));
@@ -134,13 +134,13 @@ final class CudaSlabRun implements SlabRun {
       device.makeCurrent();
       // device memory first, then host memory: the order batches take them in, so waits cannot form a cycle
       slot = device.slots.take(slotKey, true, () -> what + " (device windows)");
-      host = pinned.take(hostKey, true, () -> what + " (pinned windows)");
-      windowA = floats(0, inWindowBytes);
-      windowB = floats(inWindowBytes, inWindowBytes);
-      outs = new FloatBuffer[] {floats(2 * inWindowBytes, outRegionBytes), floats(2 * inWindowBytes + outRegionBytes,
+      host = pinned.take(hostKey, true, () -> what + " (pinned staging and output)");
+      stagingA = floats(0, stagingBytes);
+      stagingB = floats(stagingBytes, stagingBytes);
+      outs = new FloatBuffer[] {floats(2 * stagingBytes, outRegionBytes), floats(2 * stagingBytes + outRegionBytes,
           outRegionBytes)};
-      input = SlabInput.newPlanesOnly(plan, t, src, times, reader, windowA, windowB, bytes(0, inWindowBytes),
-          bytes(inWindowBytes, inWindowBytes), readThreads);
+      input = SlabInput.newPlanesOnly(plan, t, src, times, reader, stagingA, stagingB, bytes(0, stagingBytes),
+          bytes(stagingBytes, stagingBytes), readThreads);
       inWindows = new CUdeviceptr[] {slot.buffers[0], slot.buffers[slot.buffers.length - 1]};
       launchBuffers = slot.buffers.clone();
     } catch (RuntimeException | Error e) {
@@ -181,7 +181,7 @@ final class CudaSlabRun implements SlabRun {
     }
     int o1 = Math.min(od, o0 + t);
     FloatBuffer x = input.next(o0);
-    long xAt = x == windowA ? 0 : inWindowBytes;
+    long xAt = x == stagingA ? 0 : stagingBytes;
     int[] window = plan.inputPlanes(o0, o1);
     int a = window[0];
     int b = window[1];
@@ -227,7 +227,7 @@ final class CudaSlabRun implements SlabRun {
     s.runner(kernels).launch(s.stream, launchBuffers, 1, slabs);
     Cuda.check(cuEventRecord(s.events[2], s.stream), "cuEventRecord");
     int region = slabsDone % 2;
-    Cuda.check(cuMemcpyDtoHAsync(host.pointer().withByteOffset(2 * inWindowBytes + region * outRegionBytes),
+    Cuda.check(cuMemcpyDtoHAsync(host.pointer().withByteOffset(2 * stagingBytes + region * outRegionBytes),
         s.buffers[kernels.outputBuffer()], (long) outFloats * Float.BYTES, s.stream),
         "cuMemcpyDtoHAsync(" + CudaExecutor.mib((long) outFloats * 4) + " slab output)");
     Cuda.check(cuEventRecord(s.events[3], s.stream), "cuEventRecord");
