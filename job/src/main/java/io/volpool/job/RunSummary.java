@@ -58,11 +58,13 @@ public record RunSummary(String status, String input, String inputFormat, String
     m.put("gb_per_second_in", Math.round(gbPerSecondIn() * 1000) / 1000.0);
     m.put("gb_per_second_out", Math.round(gbPerSecondOut() * 1000) / 1000.0);
     Map<String, Object> t = new LinkedHashMap<>();
-    t.put("first_task_committed_seconds", round3(timeline.firstCommitSeconds()));
-    t.put("steady_window_seconds", List.of(round3(timeline.steadyFromSeconds()), round3(timeline.steadyToSeconds())));
-    t.put("steady_volumes_per_second", Math.round(timeline.steadyVolumesPerSecond() * 10) / 10.0);
-    t.put("steady_gb_per_second_in", round3(timeline.steadyGbPerSecondIn()));
-    t.put("tail_seconds", round3(timeline.tailSeconds()));
+    // what the run could not measure (no task committed; a steady window too short for two samples) is null, not a number
+    t.put("first_task_committed_seconds", measured(round3(timeline.firstCommitSeconds())));
+    t.put("steady_window_seconds", timeline.steadyFromSeconds() < 0 ? null
+        : List.of(round3(timeline.steadyFromSeconds()), round3(timeline.steadyToSeconds())));
+    t.put("steady_volumes_per_second", measured(Math.round(timeline.steadyVolumesPerSecond() * 10) / 10.0));
+    t.put("steady_gb_per_second_in", measured(round3(timeline.steadyGbPerSecondIn())));
+    t.put("tail_seconds", measured(round3(timeline.tailSeconds())));
     m.put("timeline", t);
     m.put("phase_seconds_summed_over_tasks", phaseSeconds);
     m.put("memory_budget_bytes", budgetBytes);
@@ -109,6 +111,11 @@ public record RunSummary(String status, String input, String inputFormat, String
             + mib(peakHeapBytes),
         "  time by phase (summed over tasks):" + phases,
         "  summary file  " + output + "/_volpool_summary.json") + "\n";
+  }
+
+  /** {@code x}, or null where the timeline holds -1 for "not measured". */
+  private static Double measured(double x) {
+    return x < 0 ? null : x;
   }
 
   private static double round3(double x) {

@@ -76,6 +76,11 @@ class JobEndToEndTest {
     assertThat(summary.get("bytes_out").asLong()).isEqualTo(2L * 16 * 8 * 16 * 16 * 4);
     assertThat(summary.get("backend").asText()).startsWith(SparkTests.device().equals("gpu") ? "cuda:0" : "cpu");
     assertThat(summary.get("pipeline").asText()).isEqualTo("fused,avgpool3d");
+    JsonNode timeline = summary.get("timeline");
+    assertThat(timeline.get("first_task_committed_seconds").asDouble()).as("the first commit, measured").isPositive();
+    assertThat(timeline.get("steady_volumes_per_second").isNull()).as("two volumes leave no steady window to measure:"
+        + " null, not a number (" + timeline + ")").isTrue();
+    assertThat(timeline.get("steady_window_seconds").isNull()).as(timeline.toString()).isTrue();
     assertThat(r.out()).contains("volpool run summary").contains("volumes       2 in, 2 out")
         .contains("backend       " + (SparkTests.device().equals("gpu") ? "cuda:0" : "cpu"));
     // nothing left behind but the run's status: no staging folder, owner file or lock beside the output
