@@ -27,6 +27,8 @@ public final class SlabInput implements AutoCloseable {
   private final int t;
   private final int hw;
   private final boolean newOnly;
+  /** Threads that read one window, split by channel, where the source allows. */
+  private final int readThreads;
   /** The first plane read into the window {@link #next} returned last (planes before it are the halo). */
   private int firstNew;
   private FloatBuffer cur;
@@ -40,9 +42,10 @@ public final class SlabInput implements AutoCloseable {
   private int pendingFrom = -1;
   private final PhaseTimes fillTimes = new PhaseTimes();
   /**
-   * Threads that read one window where the source reads channels concurrently into pinned memory: one
-   * thread reads a local file into pinned memory at about 3.6 GB/s on the H200 machine, a slab step
-   * waits for its window, and few slab runs fit a small budget, so each run reads with several.
+   * Threads that read one window where the source reads channels concurrently into pinned memory,
+   * unless the run says otherwise ({@link #newPlanesOnly}: the GPU backend gives each run the cores the
+   * budget leaves it): one thread reads a local file into pinned memory at about 3.6 GB/s on the H200
+   * machine, a slab step waits for its window, and few slab runs fit a small budget.
    */
   static final int READ_THREADS = 4;
 
@@ -75,8 +78,6 @@ public final class SlabInput implements AutoCloseable {
       int readThreads) {
     return new SlabInput(plan, planes, src, times, reader, a, b, aBytes, bBytes, true, readThreads);
   }
-
-  private final int readThreads;
 
   private SlabInput(SlabPlan plan, int planes, PlaneSource src, PhaseTimes times, ExecutorService reader, FloatBuffer a,
       FloatBuffer b, java.nio.ByteBuffer aBytes, java.nio.ByteBuffer bBytes, boolean newOnly, int readThreads) {

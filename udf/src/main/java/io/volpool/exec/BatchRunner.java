@@ -341,8 +341,7 @@ public final class BatchRunner implements TaskRun {
     }
     LOG.info("{}: volume {} {} ({}) runs alone on {}, in slabs along D: {}", taskName, item.record(), s,
         MemoryBudget.mib(s.bytes()), backend.name(device), vp.why());
-    slabbedBytes = s.bytes();
-    slabbedCounted = 0;
+    progress.start(s.bytes());
     try {
       if (spec.outputRows() && !spec.pipeline().stages().isEmpty()) {
         // written across rows: the output streams out row by row as the slabs run, whatever its size
@@ -363,19 +362,11 @@ public final class BatchRunner implements TaskRun {
     slabbed++;
   }
 
-  /** The input bytes of the volume running in slabs, and how many of them progress has counted so far. */
-  private long slabbedBytes;
-  private long slabbedCounted;
+  private final SlabProgress progress = new SlabProgress();
 
-  /**
-   * Counts the slabbed volume's input bytes as its slabs finish, in proportion to the output planes
-   * done ({@code done} of {@code total}; exact once all are), so progress moves through a volume of
-   * gigabytes instead of jumping when it ends.
-   */
+  /** Counts the slabbed volume's input bytes as its slabs finish ({@code done} of {@code total} output planes). */
   private void slabProgress(long done, long total) {
-    long now = done >= total ? slabbedBytes : (long) (slabbedBytes * ((double) done / total));
-    bytesIn += now - slabbedCounted;
-    slabbedCounted = now;
+    bytesIn += progress.advance(done, total);
     onRead.run();
   }
 

@@ -123,8 +123,7 @@ public final class SlabVolumes implements TaskRun {
     }
     VolumeSource first = input.firstRow(v);
     src = input.open(v);
-    volumeBytes = v.bytes();
-    volumeCounted = 0;
+    progress.start(v.bytes());
     rows = new OutputRows(first, out, rowPlanes, budget, state, done -> slabDone(done, out.d()));
     run = backend.startSlabs(plan, planes, src, rows, times, device);
     LOG.info("{}: volume id={} {} -> {} in {} rows on {}, slabs of {} output planes ({} of host buffers), output rows of {}"
@@ -133,19 +132,11 @@ public final class SlabVolumes implements TaskRun {
     return true;
   }
 
-  /** The open volume's input bytes, and how many of them progress has counted so far. */
-  private long volumeBytes;
-  private long volumeCounted;
+  private final SlabProgress progress = new SlabProgress();
 
-  /**
-   * Counts the open volume's input bytes as its slabs finish, in proportion to the output planes done
-   * ({@code done} of {@code total}; exact once all are), so progress moves through a volume of
-   * gigabytes instead of jumping when it ends.
-   */
+  /** Counts the open volume's input bytes as its slabs finish ({@code done} of {@code total} output planes). */
   private void slabDone(long done, long total) {
-    long now = done >= total ? volumeBytes : (long) (volumeBytes * ((double) done / total));
-    bytesIn += now - volumeCounted;
-    volumeCounted = now;
+    bytesIn += progress.advance(done, total);
     onRead.run();
   }
 
