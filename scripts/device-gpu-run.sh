@@ -78,9 +78,18 @@ if [ "$what" = warm ]; then
   if [ -n "${PROFILER:-}" ]; then
     # one more run with the archive under async-profiler's wall clock (every thread, 1 ms): the collapsed stacks
     # go to $OUT/wall-1024.txt, the task threads' summary (scripts/wall-profile.py) to the end of warm.log
-    warm_job "-XX:SharedArchiveFile=$ARCH -Xshare:on -agentpath:$PROFILER=start,event=wall,interval=1ms,threads,collapsed,file=$OUT/wall-1024.txt" 0
-    { echo "== profiled run rc=$?"; grep -E "timeline|wall time" /tmp/warm.log; python3 scripts/wall-profile.py "$OUT/wall-1024.txt" 1 2>&1 | head -50; } \
-      | tee -a "$OUT/warm.log"
+    if [ -n "${PROFILER_JFR:-}" ]; then
+      # PROFILER_JFR=N: N runs recorded in JFR instead, with timestamps, for scripts/wall-timeline.py (run it
+      # where the JDK's jfr tool is: jfr print --events profiler.WallClockSample --json FILE)
+      for k in $(seq "$PROFILER_JFR"); do
+        warm_job "-XX:SharedArchiveFile=$ARCH -Xshare:on -agentpath:$PROFILER=start,event=wall,interval=1ms,jfr,file=$OUT/wall-1024-$k.jfr" 0
+        { echo "== profiled run $k (JFR) rc=$?"; grep -E "timeline|wall time|warm-up done|volpool: /" /tmp/warm.log; } | tee -a "$OUT/warm.log"
+      done
+    else
+      warm_job "-XX:SharedArchiveFile=$ARCH -Xshare:on -agentpath:$PROFILER=start,event=wall,interval=1ms,threads,collapsed,file=$OUT/wall-1024.txt" 0
+      { echo "== profiled run rc=$?"; grep -E "timeline|wall time" /tmp/warm.log; python3 scripts/wall-profile.py "$OUT/wall-1024.txt" 1 2>&1 | head -50; } \
+        | tee -a "$OUT/warm.log"
+    fi
   fi
 fi
 if [ "$what" = e2e ]; then

@@ -14,7 +14,6 @@ import java.util.concurrent.Future;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.parquet.hadoop.ParquetFileReader;
@@ -68,9 +67,7 @@ public final class InputPlanner {
       return out;
     }
     String base = fs.makeQualified(root).toUri().getPath();
-    RemoteIterator<LocatedFileStatus> it = fs.listFiles(root, true);
-    while (it.hasNext()) {
-      LocatedFileStatus f = it.next();
+    for (FileStatus f : files(fs, root)) {
       String rel = relative(base, f.getPath().toUri().getPath());
       String hidden = null;
       for (String part : rel.split("/")) {
@@ -92,6 +89,38 @@ public final class InputPlanner {
       out.add(f);
     }
     out.sort(Comparator.comparing(f -> f.getPath().toString()));
+    return out;
+  }
+
+  /**
+   * Every file below {@code dir}, at any depth. On the local filesystem as plain statuses, folder by
+   * folder: {@code FileSystem.listFiles}'s located statuses copy each file's permission, which the local
+   * filesystem, without Hadoop's native library, finds by running {@code ls -ld} once per file (about 3
+   * ms each on the H200 machine, 50 ms of a 16-file job's planning; seconds for thousands of files), and
+   * nothing here needs permissions or block locations. Elsewhere {@code listFiles}, which object stores
+   * answer with one flat listing instead of one per folder.
+   */
+  static List<FileStatus> files(FileSystem fs, Path dir) throws IOException {
+    List<FileStatus> out = new ArrayList<>();
+    if (!"file".equals(fs.getScheme())) {
+      RemoteIterator<? extends FileStatus> it = fs.listFiles(dir, true);
+      while (it.hasNext()) {
+        out.add(it.next());
+      }
+      return out;
+    }
+    java.util.ArrayDeque<Path> dirs = new java.util.ArrayDeque<>(List.of(dir));
+    while (!dirs.isEmpty()) {
+      RemoteIterator<FileStatus> it = fs.listStatusIterator(dirs.pop());
+      while (it.hasNext()) {
+        FileStatus f = it.next();
+        if (f.isDirectory()) {
+          dirs.push(f.getPath());
+        } else {
+          out.add(f);
+        }
+      }
+    }
     return out;
   }
 
