@@ -173,7 +173,6 @@ public final class VolpoolJob {
 
   public static RunSummary run(SparkSession spark, JobSettings s) throws IOException {
     long t0 = System.nanoTime();
-    warmRddScopes();
     Configuration conf = spark.sparkContext().hadoopConfiguration();
     io.volpool.job.io.ObjectStoreCommit.requireSafe(s.output(), conf);
     // before anything is read, written or deleted: the output may not be, contain or lie inside what the job reads
@@ -309,24 +308,6 @@ public final class VolpoolJob {
   }
 
   /** One RDD partition per task plan, with the hosts of its first file's data where the filesystem has hosts. */
-  /**
-   * Sets up, on a thread of its own while the driver plans, what Spark's first RDD operation needs: its
-   * scope's JSON (Jackson with its Scala module), which took the driver's main thread 0.15 s on the H200
-   * machine between planning and the job's submission. Spark's own class; should it change, makeRDD does
-   * the same work itself, as before.
-   */
-  private static void warmRddScopes() {
-    Thread t = new Thread(() -> {
-      try {
-        new org.apache.spark.rdd.RDDOperationScope("volpool", scala.Option.empty(), "0").toJson();
-      } catch (RuntimeException | LinkageError e) {
-        LOG.debug("volpool: RDD scope warm-up skipped: {}", e.toString());
-      }
-    }, "volpool-driver-warm-up");
-    t.setDaemon(true);
-    t.start();
-  }
-
   private static JavaRDD<TaskPlan> tasks(SparkSession spark, InputPlanner.Plan plan, Configuration conf)
       throws IOException {
     List<Tuple2<TaskPlan, scala.collection.immutable.Seq<String>>> withHosts = new ArrayList<>();
