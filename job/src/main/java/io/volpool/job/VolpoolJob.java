@@ -180,6 +180,10 @@ public final class VolpoolJob {
     refuseLocalOutputOnCluster(spark.sparkContext().master(), s, conf);
     // in local mode the driver is the executor: what an executor would refuse is refused here, before any work
     boolean local = spark.sparkContext().master().startsWith("local");
+    if (s.device().equals("gpu") && local) {
+      // the driver is the executor: say it once here rather than in a failed task's stack trace
+      io.volpool.exec.Backends.requireGpu();
+    }
     if (local && !s.device().equals("cpu")) {
       // the driver is the executor: open the GPU, allocate the pinned pool and load Snappy while the job plans (not
       // for device=cpu: on 2 cores a warm-up thread beside the planning driver moved the first commit by nothing)
@@ -247,11 +251,6 @@ public final class VolpoolJob {
     RunSpec spec = runSpec(s, spark, pipeline, s.inputFormat(), layout, npyOut ? 0 : ParquetBatchWriter.GAP, rowsOut);
     if (local) {
       spec.executorBudgetBytes(); // a budget the heap cannot hold
-    }
-    if (s.device().equals("gpu") && local) {
-      // the driver is the executor: say it once here rather than in a failed task's stack trace, before anything is
-      // written; checked after planning, so CUDA's initialisation (0.1-0.2 s, in the warm-up) overlaps it
-      io.volpool.exec.Backends.requireGpu();
     }
     StagedOutput out = StagedOutput.prepare(s.output(), s.overwrite(), conf);
     JobMetrics metrics = JobMetrics.register(spark.sparkContext());
