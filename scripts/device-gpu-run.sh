@@ -44,6 +44,8 @@ if [ "$what" = warm ]; then
   # job plans
   . "$(dirname "$0")/lib/class-archive.sh"
   ARCH=/tmp/volpool-classes.jsa
+  # a second warm in the same machine (other jars, say) starts from nothing: the training run refuses an existing output
+  rm -rf /dev/shm/train-vols /dev/shm/train-out /dev/shm/warm-vols /dev/shm/warm-out "$ARCH" "$ARCH".*
   "$J" -Xmx16g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.SampleData /dev/shm/warm-vols 1024 16 2>&1 | tail -1
   "$J" -Xmx4g $OPENS -cp "$CPALL" io.volpool.job.SampleData /dev/shm/train-vols 64 2 >/dev/null 2>&1
   t0=$(date +%s.%N)
