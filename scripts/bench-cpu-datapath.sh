@@ -11,6 +11,9 @@
 # machine's own limits: dd of one input file, and of all of them from as many processes as cores;
 # memcpy and read() by one thread (scripts/machine-limits.py).
 # LOG_DIR gets datapath.log and summaries.jsonl (one run summary per line).
+# SNAPPY_ONLY=1: Spark's copies go to CEILING_DIR (default /dev/shm; a disk folder leaves room in /dev/shm
+# for a larger set), and volpool runs only the identity job on the snappy set, twice (the CPU target's
+# comparison), not the uncompressed set or the pipeline.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:?usage: bench-cpu-datapath.sh LOG_DIR [VOLUMES] [FILES] [MASTER]}
@@ -34,10 +37,15 @@ python3 "$root/scripts/machine-limits.py" "$(ls "$shm"/snappy/*.parquet | head -
 log "anchor: SparkCeiling ($master)"
 mkdir -p "$shm/ceiling-classes"
 javac -nowarn -cp "$CP" -d "$shm/ceiling-classes" "$root/../shared/bench/SparkCeiling.java" 2>>"$LOG"
-java -Xmx8g $JAVA_OPENS -cp "$shm/ceiling-classes:$CP" SparkCeiling "$shm/snappy" "$shm/ceiling" "$master" 2>&1 \
+ceiling=${CEILING_DIR:-$shm}/ceiling
+java -Xmx8g $JAVA_OPENS -cp "$shm/ceiling-classes:$CP" SparkCeiling "$shm/snappy" "$ceiling" "$master" 2>&1 \
   | grep -E "^(read_only|read_write_copy|row_mappartitions_copy)" | tee -a "$LOG"
-rm -rf "$shm/ceiling-rows"
-mv "$shm/ceiling-copy" "$shm/none"
+rm -rf "$ceiling-rows"
+if [ "${SNAPPY_ONLY:-0}" = 1 ]; then
+  rm -rf "$ceiling-copy"
+else
+  mv "$ceiling-copy" "$shm/none"
+fi
 
 job() { # NAME INPUT PIPELINE
   local name=$1 in=$2 pipe=$3 t0 t1
@@ -67,6 +75,10 @@ EOF
 }
 job identity-snappy "$shm/snappy" identity
 job identity-snappy-2 "$shm/snappy" identity
+if [ "${SNAPPY_ONLY:-0}" = 1 ]; then
+  log done
+  exit 0
+fi
 job identity-uncompressed "$shm/none" identity
 job identity-uncompressed-2 "$shm/none" identity
 job pipeline-snappy "$shm/snappy" fused,avgpool3d
