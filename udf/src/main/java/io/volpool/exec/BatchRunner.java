@@ -188,7 +188,7 @@ public final class BatchRunner implements TaskRun {
           return f;
         }
         batches += streamed.slabs();
-        slabProgress(1, 1);
+        slabDone();
         streamed.close();
         streamed = null;
       }
@@ -350,7 +350,7 @@ public final class BatchRunner implements TaskRun {
       } else {
         spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, task, spillIn,
             spillOut, done -> slabProgress(done, outShape.d()));
-        slabProgress(1, 1);
+        slabDone();
         bytesOut += outShape.bytes();
       }
     } catch (IllegalArgumentException e) {
@@ -367,6 +367,12 @@ public final class BatchRunner implements TaskRun {
   /** Counts the slabbed volume's input bytes as its slabs finish ({@code done} of {@code total} output planes). */
   private void slabProgress(long done, long total) {
     bytesIn += progress.advance(done, total);
+    onRead.run();
+  }
+
+  /** Counts what is left of the slabbed volume's input bytes, now that it is done. */
+  private void slabDone() {
+    bytesIn += progress.finish();
     onRead.run();
   }
 

@@ -15,6 +15,11 @@ final class SlabProgress {
     counted = 0;
   }
 
+  /** The input bytes not counted yet, now that the volume is done. */
+  long finish() {
+    return advance(1, 1);
+  }
+
   /** The input bytes to add now that {@code done} of {@code total} output planes are done. */
   long advance(long done, long total) {
     long now = done >= total ? bytes : (long) (bytes * ((double) done / total));
