@@ -4,6 +4,7 @@ import io.volpool.backend.Phase;
 import io.volpool.io.CorruptInputException;
 import io.volpool.io.OutputSpec;
 import io.volpool.io.ParquetBatchWriter;
+import io.volpool.io.ShippedConf;
 import io.volpool.io.TensorLayout;
 import io.volpool.job.config.JobSettings;
 import io.volpool.conf.SettingsException;
@@ -274,7 +275,9 @@ public final class VolpoolJob {
       job.getConfiguration().setInt("mapreduce.fileoutputcommitter.algorithm.version", 1);
       VolpoolOutputFormat.setSpec(job.getConfiguration(), outSpec);
       try {
-        batches.saveAsNewAPIHadoopDataset(job.getConfiguration());
+        // Spark's writer carries this configuration in every task: shipped without Hadoop's defaults, which the
+        // output format lays it over again
+        batches.saveAsNewAPIHadoopDataset(ShippedConf.shrink(job.getConfiguration()));
       } catch (Exception e) {
         // Spark's exceptions are checked ones thrown from Scala
         if (watch != null && watch.fired()) {

@@ -123,7 +123,7 @@ public final class Backends {
       // instead of doing its own
       String codecs;
       try {
-        codecs = io.volpool.io.CodecWarmUp.warm();
+        codecs = io.volpool.io.CodecWarmUp.warm() + "; " + io.volpool.io.ShippedConf.warm();
         LOG.info("volpool warm-up: {}", codecs);
       } catch (RuntimeException | LinkageError e) {
         codecs = "Snappy not loaded (" + e + ")";

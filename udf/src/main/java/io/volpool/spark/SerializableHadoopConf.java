@@ -1,12 +1,17 @@
 package io.volpool.spark;
 
+import io.volpool.io.ShippedConf;
 import java.io.IOException;
 import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
 import java.io.Serializable;
 import org.apache.hadoop.conf.Configuration;
 
-/** Carries a Hadoop {@link Configuration} (Writable, not Serializable) to executors. */
+/**
+ * Carries a Hadoop {@link Configuration} (Writable, not Serializable) to executors, without the
+ * properties that only repeat Hadoop's bundled defaults ({@link io.volpool.io.ShippedConf}): the executor gets the
+ * whole configuration back over its own parsed defaults.
+ */
 public final class SerializableHadoopConf implements Serializable {
   private static final long serialVersionUID = 1L;
   private transient Configuration conf;
@@ -21,12 +26,13 @@ public final class SerializableHadoopConf implements Serializable {
 
   private void writeObject(ObjectOutputStream out) throws IOException {
     out.defaultWriteObject();
-    conf.write(out);
+    ShippedConf.shrink(conf).write(out);
   }
 
   private void readObject(ObjectInputStream in) throws IOException, ClassNotFoundException {
     in.defaultReadObject();
-    conf = new Configuration(false);
-    conf.readFields(in);
+    Configuration shipped = new Configuration(false);
+    shipped.readFields(in);
+    conf = ShippedConf.restore(shipped);
   }
 }

@@ -8,6 +8,7 @@ import io.volpool.io.NpyVolumeWriter;
 import io.volpool.io.OutputSpec;
 import io.volpool.io.ParquetBatchWriter;
 import io.volpool.io.ParquetVolumeInput;
+import io.volpool.io.ShippedConf;
 import io.volpool.io.VolumeSource;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -22,6 +23,8 @@ import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapreduce.JobContext;
+import org.apache.hadoop.mapreduce.JobStatus;
 import org.apache.hadoop.mapreduce.OutputCommitter;
 import org.apache.hadoop.mapreduce.RecordWriter;
 import org.apache.hadoop.mapreduce.TaskAttemptContext;
@@ -29,6 +32,8 @@ import org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter;
 import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
 import org.apache.hadoop.mapreduce.lib.output.PathOutputCommitter;
 import org.apache.hadoop.mapreduce.lib.output.PathOutputCommitterFactory;
+import org.apache.hadoop.mapreduce.task.JobContextImpl;
+import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl;
 import org.apache.spark.TaskContext;
 
 /**
@@ -82,8 +87,26 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
     }
   }
 
+  /**
+   * {@code ctx} with the job's whole configuration: the driver ships it shrunk ({@link ShippedConf}),
+   * and Spark builds its contexts from what was shipped.
+   */
+  static TaskAttemptContext whole(TaskAttemptContext ctx) {
+    Configuration c = ShippedConf.restore(ctx.getConfiguration());
+    return c == ctx.getConfiguration() ? ctx : new TaskAttemptContextImpl(c, ctx.getTaskAttemptID());
+  }
+
+  static JobContext whole(JobContext ctx) {
+    if (ctx instanceof TaskAttemptContext) {
+      return whole((TaskAttemptContext) ctx);
+    }
+    Configuration c = ShippedConf.restore(ctx.getConfiguration());
+    return c == ctx.getConfiguration() ? ctx : new JobContextImpl(c, ctx.getJobID());
+  }
+
   @Override
-  public RecordWriter<Void, BatchRunner.Finished> getRecordWriter(TaskAttemptContext ctx) throws IOException {
+  public RecordWriter<Void, BatchRunner.Finished> getRecordWriter(TaskAttemptContext shipped) throws IOException {
+    TaskAttemptContext ctx = whole(shipped);
     OutputSpec spec = spec(ctx.getConfiguration());
     Path work = ((PathOutputCommitter) getOutputCommitter(ctx)).getWorkPath();
     Configuration conf = ctx.getConfiguration();
@@ -170,7 +193,8 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
   }
 
   @Override
-  public synchronized OutputCommitter getOutputCommitter(TaskAttemptContext context) throws IOException {
+  public synchronized OutputCommitter getOutputCommitter(TaskAttemptContext shipped) throws IOException {
+    TaskAttemptContext context = whole(shipped);
     Path out = getOutputPath(context);
     return objectStore(context.getConfiguration())
         ? new DeferredJobCommitter(out, context, PathOutputCommitterFactory.getCommitterFactory(out,
@@ -183,7 +207,8 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
    * the output folder holds the committer's own pending-upload folder while the job runs.
    */
   @Override
-  public void checkOutputSpecs(org.apache.hadoop.mapreduce.JobContext job) throws IOException {
+  public void checkOutputSpecs(JobContext shipped) throws IOException {
+    JobContext job = whole(shipped);
     if (!objectStore(job.getConfiguration())) {
       super.checkOutputSpecs(job);
     } else if (getOutputPath(job) == null) {
@@ -220,7 +245,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
 
     @Override
     public void setupJob(org.apache.hadoop.mapreduce.JobContext context) throws IOException {
-      inner.setupJob(context);
+      inner.setupJob(whole(context));
     }
 
     @Override
@@ -235,24 +260,24 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
 
     @Override
     public void setupTask(TaskAttemptContext context) throws IOException {
-      inner.setupTask(context);
+      inner.setupTask(whole(context));
     }
 
     @Override
     public boolean needsTaskCommit(TaskAttemptContext context) throws IOException {
-      return inner.needsTaskCommit(context);
+      return inner.needsTaskCommit(whole(context));
     }
 
     @Override
     public void commitTask(TaskAttemptContext context) throws IOException {
       long t0 = System.nanoTime();
-      inner.commitTask(context);
+      inner.commitTask(whole(context));
       TimedCommitter.addCommitTime(System.nanoTime() - t0);
     }
 
     @Override
     public void abortTask(TaskAttemptContext context) throws IOException {
-      inner.abortTask(context);
+      inner.abortTask(whole(context));
     }
 
     @Override
@@ -275,7 +300,33 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
     }
 
     @Override
-    public void commitJob(org.apache.hadoop.mapreduce.JobContext context) throws IOException {
+    public void setupJob(JobContext context) throws IOException {
+      super.setupJob(whole(context));
+    }
+
+    @Override
+    public void abortJob(JobContext context, JobStatus.State state) throws IOException {
+      super.abortJob(whole(context), state);
+    }
+
+    @Override
+    public void setupTask(TaskAttemptContext context) throws IOException {
+      super.setupTask(whole(context));
+    }
+
+    @Override
+    public boolean needsTaskCommit(TaskAttemptContext context) throws IOException {
+      return super.needsTaskCommit(whole(context));
+    }
+
+    @Override
+    public void abortTask(TaskAttemptContext context) throws IOException {
+      super.abortTask(whole(context));
+    }
+
+    @Override
+    public void commitJob(JobContext shipped) throws IOException {
+      JobContext context = whole(shipped);
       org.apache.hadoop.fs.FileSystem fs = io.volpool.io.Files2.fs(output, context.getConfiguration());
       Path attempt = getJobAttemptPath(context);
       if (fs.exists(attempt)) {
@@ -319,7 +370,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
     @Override
     public void commitTask(TaskAttemptContext context) throws IOException {
       long t0 = System.nanoTime();
-      super.commitTask(context);
+      super.commitTask(whole(context));
       addCommitTime(System.nanoTime() - t0);
     }
 
