@@ -3,6 +3,7 @@ package io.volpool.cuda;
 import io.volpool.conf.VolpoolOptions;
 import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuDeviceGet;
+import static jcuda.driver.JCudaDriver.cuFuncSetAttribute;
 import static jcuda.driver.JCudaDriver.cuDeviceGetAttribute;
 import static jcuda.driver.JCudaDriver.cuDeviceGetName;
 import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
@@ -24,6 +25,7 @@ import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.CUfunction;
+import jcuda.driver.CUfunction_attribute;
 import jcuda.driver.CUmodule;
 
 /**
@@ -127,6 +129,24 @@ final class CudaDevice implements AutoCloseable {
       Cuda.check(cuModuleGetFunction(f, module, k), "cuModuleGetFunction(" + k + ")");
       return f;
     });
+  }
+
+  /** The dynamic shared memory each kernel has opted in to, in bytes (a function's attribute, per context). */
+  private final Map<String, Integer> smemAllowed = new HashMap<>();
+
+  /**
+   * Lets {@code kernel} use {@code bytes} of dynamic shared memory (above 48 KiB a kernel must opt in):
+   * once per kernel and size on this device, not once per prepared launch (sixteen first tasks each
+   * setting it waited on one another in the driver).
+   */
+  synchronized void allowDynamicSmem(String kernel, int bytes) {
+    if (smemAllowed.getOrDefault(kernel, 0) >= bytes) {
+      return;
+    }
+    makeCurrent();
+    Cuda.check(cuFuncSetAttribute(function(kernel), CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        bytes), "cuFuncSetAttribute(" + kernel + ", max dynamic shared memory " + bytes + ")");
+    smemAllowed.put(kernel, bytes);
   }
 
   /** Free and total device memory in bytes. */

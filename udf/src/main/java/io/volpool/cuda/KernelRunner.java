@@ -1,6 +1,5 @@
 package io.volpool.cuda;
 
-import static jcuda.driver.JCudaDriver.cuFuncSetAttribute;
 import static jcuda.driver.JCudaDriver.cuLaunchKernel;
 import static jcuda.driver.JCudaDriver.cuMemAlloc;
 import static jcuda.driver.JCudaDriver.cuMemFree;
@@ -16,7 +15,7 @@ import java.util.List;
 import java.util.Map;
 import jcuda.Pointer;
 import jcuda.driver.CUdeviceptr;
-import jcuda.driver.CUfunction_attribute;
+import jcuda.driver.CUfunction;
 import jcuda.driver.CUstream;
 
 /**
@@ -107,7 +106,7 @@ public final class KernelRunner implements AutoCloseable {
   }
 
   /** A prepared launch: JCuda's parameter block and the grid, reused while buffers, batch size and window stay the same. */
-  private record Launch(Pointer params, int gx, int gy, int gz, int bx, int by, int smem) {}
+  private record Launch(CUfunction fn, Pointer params, int gx, int gy, int gz, int bx, int by, int smem) {}
 
   /** Device pointers compare by address (NativePointerObject.equals), so the key is the buffers' addresses. */
   private record LaunchKey(GpuStep step, CUdeviceptr src, CUdeviceptr dst, int n, Slab window) {}
@@ -125,7 +124,7 @@ public final class KernelRunner implements AutoCloseable {
       launches.put(key, l);
     }
     VolumeShape in = plan.shapes().get(s.src());
-    Cuda.check(cuLaunchKernel(device.function(s.kernel()), l.gx, l.gy, l.gz, l.bx, l.by, 1, l.smem, stream, l.params,
+    Cuda.check(cuLaunchKernel(l.fn, l.gx, l.gy, l.gz, l.bx, l.by, 1, l.smem, stream, l.params,
         null), "cuLaunchKernel(" + s.kernel() + ", " + n + " volumes " + in + " -> " + plan.shapes().get(s.dst())
         + ", input planes [" + w.inD0() + ", " + w.inD1() + "), output planes [" + w.outD0() + ", " + w.outD1() + "))");
   }
@@ -150,19 +149,10 @@ public final class KernelRunner implements AutoCloseable {
     }
     int gx = g.work() > 0 ? blocks(g.work(), g.blockX()) : g.gridX();
     if (g.sharedBytes() > 48 * 1024) {
-      allowSmem(s, g.sharedBytes());
+      device.allowDynamicSmem(s.kernel(), g.sharedBytes());
     }
-    return new Launch(Pointer.to(ps.toArray(new Pointer[0])), gx, g.gridY(), g.gridZ(), g.blockX(), g.blockY(),
+    return new Launch(device.function(s.kernel()), Pointer.to(ps.toArray(new Pointer[0])), gx, g.gridY(), g.gridZ(), g.blockX(), g.blockY(),
         g.sharedBytes());
-  }
-
-  /** Above 48 KiB a kernel must opt in to more dynamic shared memory. */
-  private void allowSmem(GpuStep s, int bytes) {
-    {
-      Cuda.check(cuFuncSetAttribute(device.function(s.kernel()),
-          CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
-          "cuFuncSetAttribute(" + s.kernel() + ", max dynamic shared memory " + bytes + ")");
-    }
   }
 
   @Override
