@@ -140,7 +140,7 @@ public final class SlabInput implements AutoCloseable {
     int o1 = Math.min(od, o0 + t);
     int[] window = plan.inputPlanes(o0, o1);
     // what fill() read for this window: from the end of the window held before it
-    firstNew = Math.min(window[1], Math.max(heldHi, window[0]));
+    firstNew = firstRead(heldHi, window[0], window[1]);
     FloatBuffer swap = cur;
     cur = spare;
     spare = swap;
@@ -200,11 +200,19 @@ public final class SlabInput implements AutoCloseable {
     }
   }
 
+  /**
+   * The first plane of window {@code [a, b)} that a new-planes-only fill reads, when the window held
+   * before it ends at {@code heldHi}: the planes before it are the halo ({@code b} when there are none).
+   */
+  private static int firstRead(int heldHi, int a, int b) {
+    return Math.min(b, Math.max(heldHi, a));
+  }
+
   /** Channels {@code [c0, c1)} of the window {@code [a, b)}: the halo copied from {@code cur}, the rest read. */
   private void fillChannels(int c0, int c1, int a, int b, boolean byChannels) {
     if (newOnly) {
       // only the planes after the held window, packed from index 0: the caller keeps the halo
-      int read = Math.max(heldHi, a);
+      int read = firstRead(heldHi, a, b);
       if (read < b) {
         int stride = (b - read) * hw;
         if (byChannels) {

@@ -63,12 +63,14 @@ public final class VolpoolOptions {
           + " be streamed), e.g. `6g`; tasks wait for room. `auto`: half of the executor's heap. One request (a batch,"
           + " a page) may take at most half. On YARN or Kubernetes add the budget to `spark.executor.memoryOverhead`"
           + " when the GPU is used (pinned memory is off-heap).");
+  /** Bytes of one allocation of the pinned pool ({@link #GPU_PINNED_POOL}); why this size: {@code CudaBackend.POOL_CHUNK}. */
+  public static final long GPU_PINNED_POOL_CHUNK = 128L << 20;
   public static final ConfKey<Long> GPU_PINNED_POOL = ConfKey.bytes(PREFIX + "gpu.pinnedPool.size", "0", 0, Long.MAX_VALUE, false,
       "a size, 0 for none", "Pinned host memory each executor allocates once when it starts (with volpool's executor"
           + " plugin in `spark.plugins`, see \"Warm executors\"; in local mode when the job starts), beside opening its GPUs"
           + " and loading the kernels, so the first tasks do not wait for `cuMemHostAlloc` (milliseconds per block);"
           + " batches carve their staging buffers from it and the memory budget still bounds what they hold, so at most"
-          + " the budget is useful, e.g. `4g`. It is allocated in chunks of 128 MiB, each used as soon as it exists; a batch"
+          + " the budget is useful, e.g. `4g`. It is allocated in chunks of " + (GPU_PINNED_POOL_CHUNK >> 20) + " MiB, each used as soon as it exists; a batch"
           + " whose buffers are larger than a chunk allocates them on its own. 0: none, each block is allocated when first"
           + " needed. Off-heap: add it to"
           + " `spark.executor.memoryOverhead`.");

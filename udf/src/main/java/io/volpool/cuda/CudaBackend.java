@@ -81,7 +81,7 @@ public final class CudaBackend implements Backend {
    * the first tasks back longer than the pool saved them. A chunk of 128 MiB takes tens of
    * milliseconds, and tasks carve their blocks from each chunk as soon as it exists.
    */
-  static final long POOL_CHUNK = 128L << 20;
+  static final long POOL_CHUNK = VolpoolOptions.GPU_PINNED_POOL_CHUNK;
 
   private final AtomicBoolean poolClaimed = new AtomicBoolean();
 
@@ -338,8 +338,7 @@ public final class CudaBackend implements Backend {
 
   @Override
   public SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device) {
-    int t = Math.max(1, Math.min(planes, plan.output().d()));
-    int threads = slabReadThreads(budget.limit(), slabBytes(plan, t), Runtime.getRuntime().availableProcessors());
+    int threads = slabReadThreads(budget.limit(), slabBytes(plan, planes), Runtime.getRuntime().availableProcessors());
     return new CudaSlabRun(device(device), plan, planes, src, dst, times, pinned, slabReader, threads, poison);
   }
 

@@ -3,8 +3,6 @@ package io.volpool.cuda;
 import static jcuda.driver.JCudaDriver.cuEventElapsedTime;
 import static jcuda.driver.JCudaDriver.cuEventRecord;
 import static jcuda.driver.JCudaDriver.cuEventSynchronize;
-import static jcuda.driver.JCudaDriver.cuMemcpy2DAsync;
-import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 import static jcuda.driver.JCudaDriver.cuMemsetD32Async;
 import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
@@ -17,9 +15,7 @@ import io.volpool.backend.VolumeSink;
 import io.volpool.memory.BufferPool;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import jcuda.driver.CUDA_MEMCPY2D;
 import jcuda.driver.CUdeviceptr;
-import jcuda.driver.CUmemorytype;
 
 /**
  * Runs one plan on one GPU for one task. A batch takes a {@link DeviceSlot} (device buffers, its
@@ -150,21 +146,9 @@ final class CudaExecutor implements BatchExecutor {
     s.runner(plan).launch(s.stream, s.buffers, n);
     Cuda.check(cuEventRecord(s.events[2], s.stream), "cuEventRecord");
     CUdeviceptr src = s.buffers[plan.outputBuffer()];
-    if (gap == 0) {
-      Cuda.check(cuMemcpyDtoHAsync(b.host.pointer().withByteOffset(outAt), src, n * outBytes, s.stream),
-          "cuMemcpyDtoHAsync(" + mib(n * outBytes) + ")");
-    } else {
-      CUDA_MEMCPY2D c = new CUDA_MEMCPY2D();
-      c.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
-      c.srcDevice = src;
-      c.srcPitch = outBytes;
-      c.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
-      c.dstHost = b.host.pointer().withByteOffset(outAt + gap);
-      c.dstPitch = gap + outBytes;
-      c.WidthInBytes = outBytes;
-      c.Height = n;
-      Cuda.check(cuMemcpy2DAsync(c, s.stream), "cuMemcpy2DAsync(" + n + " x " + mib(outBytes) + " to host)");
-    }
+    // each volume's output after the caller's gap
+    StridedCopy.copy(s.stream, device.maxPitch, StridedCopy.At.device(src), outBytes,
+        StridedCopy.At.host(b.host.pointer().withByteOffset(outAt + gap)), gap + outBytes, outBytes, n, "batch output to host");
     Cuda.check(cuEventRecord(s.events[3], s.stream), "cuEventRecord");
     b.n = n;
     return true;

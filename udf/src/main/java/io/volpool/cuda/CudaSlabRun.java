@@ -3,10 +3,7 @@ package io.volpool.cuda;
 import static jcuda.driver.JCudaDriver.cuEventElapsedTime;
 import static jcuda.driver.JCudaDriver.cuEventRecord;
 import static jcuda.driver.JCudaDriver.cuEventSynchronize;
-import static jcuda.driver.JCudaDriver.cuMemcpy2DAsync;
-import static jcuda.driver.JCudaDriver.cuMemcpyDtoDAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
-import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 import static jcuda.driver.JCudaDriver.cuMemsetD32Async;
 
 import io.volpool.backend.Phase;
@@ -15,6 +12,7 @@ import io.volpool.backend.PlaneSink;
 import io.volpool.backend.PlaneSource;
 import io.volpool.backend.SlabInput;
 import io.volpool.backend.SlabRun;
+import io.volpool.cuda.StridedCopy.At;
 import io.volpool.memory.BufferPool;
 import io.volpool.op.Slab;
 import io.volpool.op.SlabPlan;
@@ -24,11 +22,7 @@ import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
-import jcuda.Pointer;
-import jcuda.driver.CUDA_MEMCPY2D;
 import jcuda.driver.CUdeviceptr;
-import jcuda.driver.CUmemorytype;
-import jcuda.driver.CUstream;
 
 /**
  * One volume through a pipeline on a GPU in slabs along D: the same {@link SlabPlan} windows and
@@ -204,12 +198,12 @@ final class CudaSlabRun implements SlabRun {
         throw new IllegalStateException("slab of output planes [" + o0 + ", " + o1 + ") of " + input.record() + " needs input"
             + " planes [" + a + ", " + from + ") from the last window, which holds [" + heldLo + ", " + heldHi + ")");
       }
-      copy2d(null, inWindows[(slabsDone + 1) % 2].withByteOffset((a - heldLo) * plane), (heldHi - heldLo) * plane, win,
-          (b - a) * plane, (from - a) * plane, in.c(), "slab halo");
+      StridedCopy.copy(s.stream, device.maxPitch, At.device(inWindows[(slabsDone + 1) % 2].withByteOffset((a - heldLo) * plane)),
+          (heldHi - heldLo) * plane, At.device(win), (b - a) * plane, (from - a) * plane, in.c(), "slab halo");
     }
     if (from < b) {
-      copy2d(host.pointer().withByteOffset(xAt), null, (b - from) * plane, win.withByteOffset((from - a) * plane),
-          (b - a) * plane, (b - from) * plane, in.c(), "slab input planes");
+      StridedCopy.copy(s.stream, device.maxPitch, At.host(host.pointer().withByteOffset(xAt)), (b - from) * plane,
+          At.device(win.withByteOffset((from - a) * plane)), (b - a) * plane, (b - from) * plane, in.c(), "slab input planes");
     }
     heldLo = a;
     heldHi = b;
@@ -246,45 +240,6 @@ final class CudaSlabRun implements SlabRun {
     slabsDone++;
     o0 = o1;
     return true;
-  }
-
-  /**
-   * Copies {@code rows} rows of {@code width} bytes on the slot's stream into device memory at
-   * {@code dst} (rows {@code dstPitch} apart), from pinned host memory {@code srcHost} or device memory
-   * {@code srcDev} (rows {@code srcPitch} apart): one 2D copy, or one copy per row where a pitch is
-   * more than the device's 2D copies take.
-   */
-  private void copy2d(Pointer srcHost, CUdeviceptr srcDev, long srcPitch, CUdeviceptr dst, long dstPitch, long width,
-      int rows, String what) {
-    CUstream stream = slot.stream;
-    String call = (srcHost != null ? "cuMemcpyHtoD" : "cuMemcpyDtoD") + "(" + CudaExecutor.mib(width * rows) + " " + what + ")";
-    if (rows == 1 || (srcPitch == width && dstPitch == width)) {
-      long n = width * rows;
-      Cuda.check(srcHost != null ? cuMemcpyHtoDAsync(dst, srcHost, n, stream) : cuMemcpyDtoDAsync(dst, srcDev, n, stream),
-          call);
-    } else if (Math.max(srcPitch, dstPitch) > device.maxPitch) {
-      for (int r = 0; r < rows; r++) {
-        CUdeviceptr d = dst.withByteOffset(r * dstPitch);
-        Cuda.check(srcHost != null ? cuMemcpyHtoDAsync(d, srcHost.withByteOffset(r * srcPitch), width, stream)
-            : cuMemcpyDtoDAsync(d, srcDev.withByteOffset(r * srcPitch), width, stream), call);
-      }
-    } else {
-      CUDA_MEMCPY2D c = new CUDA_MEMCPY2D();
-      if (srcHost != null) {
-        c.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
-        c.srcHost = srcHost;
-      } else {
-        c.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
-        c.srcDevice = srcDev;
-      }
-      c.srcPitch = srcPitch;
-      c.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
-      c.dstDevice = dst;
-      c.dstPitch = dstPitch;
-      c.WidthInBytes = width;
-      c.Height = rows;
-      Cuda.check(cuMemcpy2DAsync(c, stream), call);
-    }
   }
 
   /** Hands the waiting slab output, if any, to the sink. */
