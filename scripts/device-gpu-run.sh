@@ -6,7 +6,8 @@
 # the bare page reader on /dev/shm), multigpu (scripts/bench-multigpu.sh: one GPU against two, as two
 # standalone workers and as one executor), maxpool (maxpool3d's kernels beside PyTorch's), profile
 # (Nsight Compute on the fast kernels), warm (a 1,024-volume job as a process, without and with the
-# pinned pool; WARM_RUNS="SETUP:POOL ..." picks the set-ups, SETUP none or archive), all (tests + bench). Logs go to $OUT.
+# pinned pool; WARM_RUNS="SETUP:POOL[:old] ..." picks the set-ups, SETUP none or archive; WARM_AB=DIR names the
+# volpool jars of another commit that :old runs), all (tests + bench). Logs go to $OUT.
 set -uo pipefail
 what=${1:-all}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -55,10 +56,21 @@ if [ "$what" = warm ]; then
     --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors
   echo "== class archive: rc=$? $(python3 -c "print(round($(date +%s.%N)-$t0,1))") s, $(du -m $ARCH | cut -f1) MiB" | tee -a "$OUT/warm.log"
   tail -3 "$ARCH.log" >> "$OUT/warm.log"
-  # the 1,024-volume job: warm_job JVM_FLAGS PINNED_POOL, its log in /tmp/warm.log
+  if [ -n "${WARM_AB:-}" ]; then
+    # WARM_AB=DIR: volpool's own jars of another commit in DIR; a run spec ending in :old runs them (with their own
+    # archive) in place of this commit's, so two commits alternate in one call
+    CPOLD="$(ls "$LIB"/*.jar | grep -v console-standalone | grep -v '/volpool-' | tr '\n' ':')$(ls "$WARM_AB"/volpool-*.jar | tr '\n' ':')"
+    rm -rf /dev/shm/train-out
+    volpool_make_archive "$J" "$CPOLD" "$ARCH.old" "-Xmx48g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties" -- \
+      --master 'local[16]' --conf spark.ui.enabled=false --conf spark.volpool.input=/dev/shm/train-vols \
+      --conf spark.volpool.output=/dev/shm/train-out --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d \
+      --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors
+    echo "== class archive of $WARM_AB: rc=$?" | tee -a "$OUT/warm.log"
+  fi
+  # the 1,024-volume job: warm_job JVM_FLAGS PINNED_POOL [CLASS_PATH], its log in /tmp/warm.log
   warm_job() {
     # shellcheck disable=SC2086
-    "$J" -Xmx48g $1 $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.VolpoolMain \
+    "$J" -Xmx48g $1 $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "${3:-$CPALL}" io.volpool.job.VolpoolMain \
       --master 'local[16]' --conf spark.volpool.input=/dev/shm/warm-vols --conf spark.volpool.output=/dev/shm/warm-out \
       --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.output.mode=overwrite \
       --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors --conf spark.ui.enabled=false \
@@ -66,12 +78,14 @@ if [ "$what" = warm ]; then
   }
   for i in 1 2 3; do
     for run in ${WARM_RUNS:-none:0 archive:0 archive:2g}; do
-      share=""; [ "${run%%:*}" = archive ] && share="-XX:SharedArchiveFile=$ARCH -Xshare:on"
+      cp=$CPALL; arch=$ARCH
+      case $run in *:old) cp=$CPOLD; arch=$ARCH.old; run=${run%:old} ;; esac
+      share=""; [ "${run%%:*}" = archive ] && share="-XX:SharedArchiveFile=$arch -Xshare:on"
       pool=${run#*:}
       t0=$(date +%s.%N)
-      warm_job "$share" "$pool"
+      warm_job "$share" "$pool" "$cp"
       rc=$?; t1=$(date +%s.%N)
-      { echo "== round $i ${run%%:*} pinnedPool.size=$pool rc=$rc process $(python3 -c "print(round($t1-$t0,2))") s"
+      { echo "== round $i ${run%%:*} pinnedPool.size=$pool$([ "$cp" = "$CPALL" ] || echo ' (old jars)') rc=$rc process $(python3 -c "print(round($t1-$t0,2))") s"
         python3 -c "import json; d=json.load(open('/dev/shm/warm-out/_volpool_summary.json')); print('   wall', d['wall_seconds'], 'timeline', d.get('timeline'))" 2>&1
         grep -E "warm-up|allocat|wait for budget|volumes  " /tmp/warm.log; } | tee -a "$OUT/warm.log"
       cat /tmp/warm.log >> "$OUT/warm-full.log"
