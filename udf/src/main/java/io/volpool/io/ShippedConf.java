@@ -8,6 +8,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.mapred.JobConf;
 
 /**
  * A Hadoop {@link Configuration} carried to tasks without the properties that only repeat Hadoop's
@@ -81,10 +82,19 @@ public final class ShippedConf {
    */
   public static Configuration restore(Configuration shipped) {
     String names = shipped.getRaw(DEFAULTS);
-    if (names == null) {
-      return shipped;
-    }
-    Configuration full = new Configuration(base(names));
+    return names == null ? shipped : apply(shipped, new Configuration(base(names)));
+  }
+
+  /**
+   * As {@link #restore}, as a {@link JobConf}, which Hadoop's job and task contexts take without
+   * copying it again; a copy of {@code shipped} when it was not shrunk.
+   */
+  public static JobConf restoreJob(Configuration shipped) {
+    String names = shipped.getRaw(DEFAULTS);
+    return names == null ? new JobConf(shipped) : apply(shipped, new JobConf(base(names)));
+  }
+
+  private static <C extends Configuration> C apply(Configuration shipped, C full) {
     for (Map.Entry<String, String> e : shipped) {
       if (!e.getKey().equals(DEFAULTS) && !e.getKey().equals(UNSET)) {
         full.set(e.getKey(), e.getValue());

@@ -87,21 +87,39 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
     }
   }
 
+  /** Whole task contexts by the configuration Spark built from what was shipped, one per task attempt. */
+  private static final Map<Configuration, Whole> WHOLE = java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
+  /** A whole context, and how many properties the shipped configuration had when it was made. */
+  private record Whole(TaskAttemptContext ctx, int shippedSize) {}
+
   /**
    * {@code ctx} with the job's whole configuration: the driver ships it shrunk ({@link ShippedConf}),
-   * and Spark builds its contexts from what was shipped.
+   * and Spark builds its contexts from what was shipped. Made once per task attempt (Spark hands the
+   * same context to the writer and to each commit step): each is a copy of Hadoop's ~1,070 defaults,
+   * which sixteen first tasks made five times each and waited on one another for (the H200 profile).
    */
   static TaskAttemptContext whole(TaskAttemptContext ctx) {
-    Configuration c = ShippedConf.restore(ctx.getConfiguration());
-    return c == ctx.getConfiguration() ? ctx : new TaskAttemptContextImpl(c, ctx.getTaskAttemptID());
+    Configuration shipped = ctx.getConfiguration();
+    if (shipped.getRaw(ShippedConf.DEFAULTS) == null) {
+      return ctx;
+    }
+    Whole w = WHOLE.get(shipped);
+    int size = shipped.size();
+    if (w == null || w.shippedSize() != size || !w.ctx().getTaskAttemptID().equals(ctx.getTaskAttemptID())) {
+      // new, or the shipped configuration changed since (Spark sets its ids before it hands the context on)
+      w = new Whole(new TaskAttemptContextImpl(ShippedConf.restoreJob(shipped), ctx.getTaskAttemptID()), size);
+      WHOLE.put(shipped, w);
+    }
+    return w.ctx();
   }
 
   static JobContext whole(JobContext ctx) {
     if (ctx instanceof TaskAttemptContext) {
       return whole((TaskAttemptContext) ctx);
     }
-    Configuration c = ShippedConf.restore(ctx.getConfiguration());
-    return c == ctx.getConfiguration() ? ctx : new JobContextImpl(c, ctx.getJobID());
+    Configuration shipped = ctx.getConfiguration();
+    return shipped.getRaw(ShippedConf.DEFAULTS) == null ? ctx : new JobContextImpl(ShippedConf.restoreJob(shipped), ctx.getJobID());
   }
 
   @Override
