@@ -108,8 +108,45 @@ public final class KernelRunner implements AutoCloseable {
   /** A prepared launch: JCuda's parameter block and the grid, reused while buffers, batch size and window stay the same. */
   private record Launch(CUfunction fn, Pointer params, int gx, int gy, int gz, int bx, int by, int smem) {}
 
-  /** Device pointers compare by address (NativePointerObject.equals), so the key is the buffers' addresses. */
-  private record LaunchKey(GpuStep step, CUdeviceptr src, CUdeviceptr dst, int n, Slab window) {}
+  /**
+   * Device pointers compare by address (NativePointerObject.equals), so the key is the buffers'
+   * addresses; the step by identity (one plan's steps). Not a record: a record's first hashCode links
+   * its generated method, and the first tasks' launches waited on that and on the step records'
+   * hashCode of every field (H200 profile).
+   */
+  private static final class LaunchKey {
+    private final GpuStep step;
+    private final CUdeviceptr src;
+    private final CUdeviceptr dst;
+    private final int n;
+    private final Slab w;
+
+    LaunchKey(GpuStep step, CUdeviceptr src, CUdeviceptr dst, int n, Slab w) {
+      this.step = step;
+      this.src = src;
+      this.dst = dst;
+      this.n = n;
+      this.w = w;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof LaunchKey k && k.step == step && k.src.equals(src) && k.dst.equals(dst) && k.n == n
+          && k.w.inD0() == w.inD0() && k.w.inDn() == w.inDn() && k.w.outD0() == w.outD0() && k.w.outDn() == w.outDn();
+    }
+
+    @Override
+    public int hashCode() {
+      int h = System.identityHashCode(step);
+      h = 31 * h + src.hashCode();
+      h = 31 * h + dst.hashCode();
+      h = 31 * h + n;
+      h = 31 * h + w.inD0();
+      h = 31 * h + w.inDn();
+      h = 31 * h + w.outD0();
+      return 31 * h + w.outDn();
+    }
+  }
 
   private final Map<LaunchKey, Launch> launches = new HashMap<>();
 
