@@ -76,7 +76,8 @@ final class Progress extends SparkListener implements AutoCloseable {
     long[] v = counts(e.taskInfo().accumulables());
     synchronized (finished) {
       running.remove(e.taskInfo().taskId());
-      if (e.reason() instanceof org.apache.spark.Success$) {
+      // only the job's own tasks, which carry its accumulators (not the local warm-up's, LocalTaskWarmUp)
+      if (v[2] == 1 && e.reason() instanceof org.apache.spark.Success$) {
         finished[0] += v[0];
         finished[1] += v[1];
         if (firstCommitNanos < 0) {
@@ -86,9 +87,9 @@ final class Progress extends SparkListener implements AutoCloseable {
     }
   }
 
-  /** Volumes and bytes read in one task's accumulator values. */
+  /** Volumes and bytes read in one task's accumulator values, and 1 when they are the job's (its accumulators are there). */
   private long[] counts(scala.collection.Seq<AccumulableInfo> infos) {
-    long[] v = new long[2];
+    long[] v = new long[3];
     scala.collection.Iterator<AccumulableInfo> ai = infos.iterator();
     while (ai.hasNext()) {
       AccumulableInfo a = ai.next();
@@ -97,6 +98,7 @@ final class Progress extends SparkListener implements AutoCloseable {
       }
       if (a.id() == m.volumesRead().id()) {
         v[0] = val;
+        v[2] = 1;
       } else if (a.id() == m.bytesIn().id()) {
         v[1] = val;
       }

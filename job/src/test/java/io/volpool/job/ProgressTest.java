@@ -47,6 +47,27 @@ class ProgressTest {
     }
   }
 
+  @Test
+  void aTaskWithoutTheJobsAccumulatorsIsNotItsFirstCommit() throws Exception {
+    // the local warm-up's empty tasks (LocalTaskWarmUp) may end while the job runs: they are not the job's first commit
+    SparkContext sc = SparkTests.spark().sparkContext();
+    JobMetrics m = JobMetrics.register(sc);
+    try (Progress p = new Progress(sc, m, 256, "volumes", System.nanoTime())) {
+      TaskInfo warm = new TaskInfo(8L, 0, 0, 0, 0L, "0", "localhost", org.apache.spark.scheduler.TaskLocality.ANY(), false);
+      warm.setAccumulables(scala.jdk.javaapi.CollectionConverters.asScala(List.of(info(m.volumesRead().id() + 1000, 5)))
+          .toList());
+      p.onTaskEnd(new SparkListenerTaskEnd(0, 0, "ResultTask", org.apache.spark.Success$.MODULE$, warm, null, null));
+      Thread.sleep(20);
+      TaskInfo ours = new TaskInfo(9L, 0, 0, 0, 0L, "0", "localhost", org.apache.spark.scheduler.TaskLocality.ANY(), false);
+      ours.setAccumulables(infos(m, 0, 0)); // a task of the job that read nothing still carries its accumulators
+      p.onTaskEnd(new SparkListenerTaskEnd(1, 0, "ResultTask", org.apache.spark.Success$.MODULE$, ours, null, null));
+      p.finalLine();
+      // Timeline keeps the first commit as seconds since the start: at least the 20 ms waited after the warm-up task
+      double first = p.timeline().firstCommitSeconds();
+      assertThat(first).isGreaterThanOrEqualTo(0.02);
+    }
+  }
+
   static Timeline.Sample at(double secs, long volumes) {
     return new Timeline.Sample((long) (secs * 1e9), volumes, volumes * 1_000_000L);
   }

@@ -1,0 +1,54 @@
+package io.volpool.job;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.apache.spark.SparkContext;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * In local mode, one small Spark job of empty tasks, one per task slot, run on a thread of its own
+ * while the driver plans the real job: the executor's first tasks pay for cold code that every task
+ * of the first wave otherwise pays at once (task threads created, Spark's task and closure
+ * deserialization, the Scala lambdas' {@code $deserializeLambda$} linking of {@code RDD} and
+ * {@code JavaRDDLike}: 0.15 s of each of sixteen first tasks in the H200 profile of the 1,024-volume
+ * job), and the driver's own first job submission (the RDD scope's JSON, the closure serializer).
+ * Before that it parses Hadoop's default resources ({@link io.volpool.io.ShippedConf#warm}), which
+ * the driver needs to ship the job's configuration.
+ * Its tasks carry none of the job's accumulators, so the job's progress and summary do not count
+ * them ({@link Progress}). Started and forgotten: a failure is logged at debug level, and the real
+ * job meets any real problem itself.
+ */
+final class LocalTaskWarmUp {
+  private static final Logger LOG = LoggerFactory.getLogger(LocalTaskWarmUp.class);
+
+  private LocalTaskWarmUp() {}
+
+  /** Starts the warm-up job of {@code slots} empty tasks; returns its thread (tests join it). */
+  static Thread start(SparkContext sc, int slots) {
+    JavaSparkContext jsc = JavaSparkContext.fromSparkContext(sc);
+    Thread t = new Thread(() -> {
+      long t0 = System.nanoTime();
+      try {
+        // first Hadoop's defaults, which the driver's ShippedConf.shrink needs while it plans (50 ms on its thread)
+        io.volpool.io.ShippedConf.warm();
+        sc.setJobDescription("volpool warm-up: " + slots + " empty tasks before the job's own");
+        List<Integer> parts = new ArrayList<>();
+        for (int i = 0; i < slots; i++) {
+          parts.add(i);
+        }
+        // the same path as the job's tasks: mapPartitionsToPair on a parallelized collection
+        jsc.parallelize(parts, slots).mapPartitionsToPair(it -> Collections.<scala.Tuple2<Void, Void>>emptyIterator())
+            .count();
+        LOG.debug("local task warm-up: {} tasks in {} ms", slots, (System.nanoTime() - t0) / 1_000_000);
+      } catch (RuntimeException e) {
+        LOG.debug("local task warm-up failed (the job's tasks start cold): {}", e.toString());
+      }
+    }, "volpool-task-warm-up");
+    t.setDaemon(true);
+    t.start();
+    return t;
+  }
+}
