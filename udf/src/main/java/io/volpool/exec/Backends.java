@@ -149,7 +149,8 @@ public final class Backends {
 
   /**
    * Fails now, on the driver, when {@code device=gpu} cannot work in this JVM: in local mode the
-   * driver is the executor, and one line beats a failed task's stack trace in every task.
+   * driver is the executor, and one line beats a failed task's stack trace in every task. A warm-up
+   * initialising CUDA meanwhile ({@link #warmInBackground}) is waited for, not repeated.
    *
    * @throws DeviceUnavailableException saying why
    */
