@@ -4,7 +4,7 @@
 #
 #   scripts/bench-cpu-datapath.sh LOG_DIR [VOLUMES=24576] [FILES=24] [MASTER=local[2]]
 #
-# Builds nothing (run mvn -q -B -DskipTests install first). Writes VOLUMES reference volumes
+# Builds nothing (run mvn -q -B -DskipTests install first; the class archive is remade when stale). Writes VOLUMES reference volumes
 # [3,16,32,32] with Spark's writer (snappy, SampleData) to /dev/shm, runs SparkCeiling (read only, copy,
 # row mapPartitions copy; each twice, the second warm), keeps its uncompressed copy as the
 # uncompressed set, then volpool's identity job twice on each set and fused,avgpool3d once, and the
@@ -23,6 +23,8 @@ mkdir -p "$dir"; LOG="$dir/datapath.log"; SUM="$dir/summaries.jsonl"; : >"$LOG";
 CP="$root/job/target/lib/*"
 log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 { date -u; nproc; grep -m1 'model name' /proc/cpuinfo; free -g | head -2; java -version 2>&1 | head -1; git -C "$root" rev-parse --short HEAD; } >>"$LOG" 2>&1
+# volpool's runs start as scripts/volpool does for a user after scripts/demo: with a fresh class archive
+"$root/scripts/class-archive" --if-stale >>"$LOG" 2>&1
 shm=/dev/shm/volpool-bench; rm -rf "$shm"; mkdir -p "$shm"
 trap 'rm -rf "$shm"' EXIT
 log "dataset: $vols reference volumes in $files files (Spark's writer, snappy)"

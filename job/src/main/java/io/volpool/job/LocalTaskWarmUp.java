@@ -43,7 +43,8 @@ final class LocalTaskWarmUp {
         jsc.parallelize(parts, slots).mapPartitionsToPair(it -> Collections.<scala.Tuple2<Void, Void>>emptyIterator())
             .count();
         LOG.debug("local task warm-up: {} tasks in {} ms", slots, (System.nanoTime() - t0) / 1_000_000);
-      } catch (RuntimeException e) {
+      } catch (Exception e) {
+        // Spark's own exceptions are checked ones thrown from Scala (a context stopped meanwhile, say)
         LOG.debug("local task warm-up failed (the job's tasks start cold): {}", e.toString());
       }
     }, "volpool-task-warm-up");
