@@ -26,8 +26,27 @@ final class LocalTaskWarmUp {
 
   private LocalTaskWarmUp() {}
 
-  /** Starts the warm-up job of {@code slots} empty tasks; returns its thread (tests join it). */
+  /** The context warmed last (weakly: a stopped context is not kept): a later job in it finds its executor warm. */
+  private static java.lang.ref.WeakReference<SparkContext> warmed = new java.lang.ref.WeakReference<>(null);
+
+  /**
+   * Starts the warm-up job of {@code slots} empty tasks, once per Spark context (an application
+   * that runs several volpool jobs in one session warms for the first).
+   *
+   * @return its thread, or null when this context was warmed already
+   */
   static Thread start(SparkContext sc, int slots) {
+    synchronized (LocalTaskWarmUp.class) {
+      if (warmed.get() == sc) {
+        return null;
+      }
+      warmed = new java.lang.ref.WeakReference<>(sc);
+    }
+    return run(sc, slots);
+  }
+
+  /** Runs the warm-up job now, on a thread of its own: {@link #start}'s work without its once-per-context rule. */
+  static Thread run(SparkContext sc, int slots) {
     JavaSparkContext jsc = JavaSparkContext.fromSparkContext(sc);
     Thread t = new Thread(() -> {
       long t0 = System.nanoTime();
@@ -42,7 +61,7 @@ final class LocalTaskWarmUp {
         // the same path as the job's tasks: mapPartitionsToPair on a parallelized collection
         jsc.parallelize(parts, slots).mapPartitionsToPair(it -> Collections.<scala.Tuple2<Void, Void>>emptyIterator())
             .count();
-        LOG.debug("local task warm-up: {} tasks in {} ms", slots, (System.nanoTime() - t0) / 1_000_000);
+        LOG.info("volpool: Spark's task path warmed by {} empty tasks in {} ms", slots, (System.nanoTime() - t0) / 1_000_000);
       } catch (Exception e) {
         // Spark's own exceptions are checked ones thrown from Scala (a context stopped meanwhile, say)
         LOG.debug("local task warm-up failed (the job's tasks start cold): {}", e.toString());
