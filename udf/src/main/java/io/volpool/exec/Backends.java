@@ -123,10 +123,17 @@ public final class Backends {
       // instead of doing its own
       String codecs;
       try {
-        codecs = io.volpool.io.CodecWarmUp.warm() + "; " + io.volpool.io.ShippedConf.warm();
-        LOG.info("volpool warm-up: {}", codecs);
+        codecs = io.volpool.io.CodecWarmUp.warm();
       } catch (RuntimeException | LinkageError e) {
         codecs = "Snappy not loaded (" + e + ")";
+        LOG.warn("volpool warm-up: {}", codecs);
+      }
+      // each failure named for itself: Hadoop's defaults do not depend on Snappy
+      try {
+        codecs += "; " + io.volpool.io.ShippedConf.warm();
+        LOG.info("volpool warm-up: {}", codecs);
+      } catch (RuntimeException e) {
+        codecs += "; Hadoop's defaults not parsed (" + e + ")";
         LOG.warn("volpool warm-up: {}", codecs);
       }
       lastWarmUp = what + "; " + codecs;
