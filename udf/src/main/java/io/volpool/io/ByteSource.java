@@ -99,6 +99,15 @@ public abstract class ByteSource implements Closeable {
     }
   }
 
+  /**
+   * The file's bytes {@code [at, at + len)} mapped read-only, so a reader can decode them in place
+   * (a compressed page decompressed straight from the page cache, with no copy into a buffer first);
+   * null where the file is not local. The caller frees the mapping ({@code DirectBuffers.free}).
+   */
+  public java.nio.MappedByteBuffer map(long at, int len) throws IOException {
+    return null;
+  }
+
   /** A reusable heap chunk of {@link #CHUNK} bytes (a multiple of 4: whole floats). */
   public byte[] chunk() {
     if (chunk == null) {
@@ -212,6 +221,14 @@ public abstract class ByteSource implements Closeable {
     @Override
     public boolean concurrentReads() {
       return true;
+    }
+
+    @Override
+    public java.nio.MappedByteBuffer map(long at, int len) throws IOException {
+      if (at < 0 || at + len > ch.size()) {
+        throw eof(at, len);
+      }
+      return ch.map(FileChannel.MapMode.READ_ONLY, at, len);
     }
 
     @Override

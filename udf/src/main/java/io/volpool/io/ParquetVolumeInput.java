@@ -393,6 +393,16 @@ public final class ParquetVolumeInput implements VolumeInput {
     return volumes;
   }
 
+  /** Snappy pages of the tensor column decoded straight into the sinks so far (tests check the path ran). */
+  long snappyStreamed() {
+    return tensor == null ? 0 : tensor.snappyStreamed();
+  }
+
+  /** Compressed pages of the tensor column decompressed whole so far. */
+  long wholePages() {
+    return tensor == null ? 0 : tensor.wholePages();
+  }
+
   /** Direct buffers allocated for the tensor column's pages so far (tests check they are reused). */
   long scratchTakes() {
     return tensor == null ? 0 : tensor.scratchTakes();

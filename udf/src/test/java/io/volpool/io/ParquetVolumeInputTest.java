@@ -154,9 +154,10 @@ class ParquetVolumeInputTest {
   }
 
   /**
-   * Compressed pages are read into the reader's two direct buffers and decompressed from one into the
-   * other, reused page after page: a fresh buffer per page made the collector run all the time on
-   * Spark's 19 MiB pages (issue 15). 23 rows in pages of at most 3 rows: 8 pages or more, 2 allocations.
+   * Compressed pages decompressed whole are read into the reader's two direct buffers and decompressed
+   * from one into the other, reused page after page: a fresh buffer per page made the collector run
+   * all the time on Spark's 19 MiB pages (issue 15). 23 rows in pages of at most 3 rows: 8 pages or
+   * more, 2 allocations. (Snappy's PLAIN pages are decoded in place: the next tests.)
    */
   @ParameterizedTest(name = "{0} {1} dictionary={2}")
   @MethodSource("compressed")
@@ -185,7 +186,7 @@ class ParquetVolumeInputTest {
    */
   @Test
   void theNextReaderTakesTheBuffersTheLastOneGaveBack(@TempDir Path dir) throws IOException {
-    Path p = write(dir, BINARY, 23, CompressionCodecName.SNAPPY, ParquetProperties.WriterVersion.PARQUET_1_0, false);
+    Path p = write(dir, BINARY, 23, CompressionCodecName.ZSTD, ParquetProperties.WriterVersion.PARQUET_1_0, false);
     List<ParquetSplit> splits = List.of(new ParquetSplit(p.toUri().toString(), "", 0, p.toFile().length()));
     TensorLayout layout = TensorLayout.detect(BINARY, null, null);
     long[] allocated = new long[3];
@@ -212,8 +213,124 @@ class ParquetVolumeInputTest {
   static Stream<Arguments> compressed() {
     return variants().filter(a -> {
       CompressionCodecName c = (CompressionCodecName) a.get()[0];
-      return c == CompressionCodecName.SNAPPY || c == CompressionCodecName.ZSTD || c == CompressionCodecName.LZ4_RAW;
+      return c == CompressionCodecName.ZSTD || c == CompressionCodecName.LZ4_RAW;
     });
+  }
+
+  /** Volume {@code i} of the pyarrow files in {@code resources/parquet} (made by the script in its README). */
+  static byte[] pyarrowVolume(int i) {
+    ByteBuffer b = ByteBuffer.allocate(120 * 4).order(ByteOrder.LITTLE_ENDIAN);
+    for (long k = 0; k < 120; k++) {
+      b.putFloat(i % 3 == 0 ? (float) ((k % 7) * 0.5 + i) : (float) (((k * 2654435761L + i * 97L) % 100003) / 1000.0));
+    }
+    return b.array();
+  }
+
+  /** A local filesystem under another scheme: volpool reads it through Hadoop's streams, as it reads HDFS or S3. */
+  public static final class OtherScheme extends org.apache.hadoop.fs.RawLocalFileSystem {
+    @Override
+    public java.net.URI getUri() {
+      return java.net.URI.create("vtest:///");
+    }
+
+    @Override
+    public String getScheme() {
+      return "vtest";
+    }
+  }
+
+  /**
+   * A local file's Snappy pages that hardly compress (random floats, what measured data usually is)
+   * take no page buffer at all: each is decoded from its mapping straight into the sink.
+   */
+  @ParameterizedTest(name = "{0} {1}")
+  @MethodSource("incompressible")
+  void incompressibleSnappyPagesOfALocalFileTakeNoPageBuffer(String layoutName, ParquetProperties.WriterVersion v,
+      @TempDir Path dir) throws IOException {
+    boolean binary = layoutName.equals("binary");
+    int rows = binary ? 23 : 9;
+    Path p = write(dir, binary ? BINARY : FLOATS, rows, CompressionCodecName.SNAPPY, v, false);
+    TensorLayout layout = binary ? TensorLayout.detect(BINARY, null, null) : TensorLayout.detect(FLOATS, null, SHAPE);
+    try (ParquetVolumeInput in = new ParquetVolumeInput(List.of(new ParquetSplit(p.toUri().toString(), "", 0,
+        p.toFile().length())), layout, new Configuration(), new PhaseTimes())) {
+      int n = 0;
+      VolumeSource vs;
+      while ((vs = in.next(PageGate.UNLIMITED)) != null) {
+        CollectingSink s = new CollectingSink((int) SHAPE.bytes(), true, true);
+        vs.copyTo(s);
+        assertThat(s.bytes()).isEqualTo(volume(n % 4, SHAPE));
+        n++;
+      }
+      assertThat(n).isEqualTo(rows);
+      assertThat(in.snappyStreamed()).as("pages decoded in place").isGreaterThanOrEqualTo(3);
+      assertThat(in.wholePages()).as("pages decompressed whole").isZero();
+      assertThat(in.scratchTakes()).as("page buffers taken").isZero();
+    }
+  }
+
+  /** parquet-mr writes binary values PLAIN in V1 pages only (V2: delta), floats PLAIN in both. */
+  static Stream<Arguments> incompressible() {
+    return Stream.of(Arguments.of("binary", ParquetProperties.WriterVersion.PARQUET_1_0),
+        Arguments.of("floats", ParquetProperties.WriterVersion.PARQUET_1_0),
+        Arguments.of("floats", ParquetProperties.WriterVersion.PARQUET_2_0));
+  }
+
+  static Stream<Arguments> pyarrowSnappy() {
+    List<Arguments> out = new ArrayList<>();
+    for (String f : new String[] {"snappy-binary-v1", "snappy-binary-v2", "snappy-floats-v1", "snappy-floats-v2"}) {
+      for (boolean local : new boolean[] {true, false}) {
+        out.add(Arguments.of(f, local));
+      }
+    }
+    return out.stream();
+  }
+
+  /**
+   * Snappy pages of PLAIN values (pyarrow's and Spark's default codec; pages V1 and V2, levels for
+   * nullable columns and lists spanning pages) that hardly compress are decoded as they are read,
+   * straight into the sink (from a local file's mapping, or another filesystem's bytes in the raw
+   * buffer), and those that compress are decompressed whole: every volume comes back byte for byte
+   * either way.
+   */
+  @ParameterizedTest(name = "{0} local={1}")
+  @MethodSource("pyarrowSnappy")
+  void snappyPagesAreDecodedStraightIntoTheSink(String name, boolean local, @TempDir Path dir) throws Exception {
+    Path p = dir.resolve(name + ".parquet");
+    try (java.io.InputStream in = getClass().getResourceAsStream("/parquet/" + name + ".parquet")) {
+      Files.copy(in, p);
+    }
+    Configuration conf = new Configuration();
+    conf.set("fs.vtest.impl", OtherScheme.class.getName());
+    conf.setBoolean("fs.vtest.impl.disable.cache", true);
+    String uri = local ? p.toUri().toString() : "vtest://" + p.toUri().getPath();
+    VolumeShape shape = new VolumeShape(2, 3, 4, 5);
+    MessageType schema;
+    try (org.apache.parquet.hadoop.ParquetFileReader r = org.apache.parquet.hadoop.ParquetFileReader.open(
+        org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(new org.apache.hadoop.fs.Path(uri), conf))) {
+      schema = r.getFooter().getFileMetaData().getSchema();
+    }
+    TensorLayout layout = TensorLayout.detect(schema, null, name.contains("floats") ? shape : null);
+    for (boolean windows : new boolean[] {true, false}) {
+      try (ParquetVolumeInput in = new ParquetVolumeInput(List.of(new ParquetSplit(uri, "", 0, p.toFile().length())),
+          layout, conf, new PhaseTimes())) {
+        int n = 0;
+        VolumeSource v;
+        while ((v = in.next(PageGate.UNLIMITED)) != null) {
+          assertThat(v.shape()).isEqualTo(shape);
+          CollectingSink s = new CollectingSink((int) shape.bytes(), windows, windows);
+          v.copyTo(s);
+          assertThat(s.bytes()).as("volume %d of %s (windows=%s)", n, name, windows).isEqualTo(pyarrowVolume(n));
+          assertThat(v.record()).isEqualTo(name.contains("binary") ? "id=v" + n : v.record());
+          n++;
+        }
+        assertThat(n).isEqualTo(11);
+        if (name.endsWith("v1")) {
+          // (pyarrow stores a V2 page that does not compress uncompressed, flagged so: streamed from the file)
+          assertThat(in.snappyStreamed()).as("Snappy pages decoded in place").isPositive();
+        }
+        assertThat(in.wholePages()).as("compressible Snappy pages decompressed whole").isPositive();
+      }
+    }
   }
 
   @Test

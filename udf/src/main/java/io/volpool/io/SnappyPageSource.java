@@ -1,0 +1,310 @@
+package io.volpool.io;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+
+/**
+ * The decompressed bytes of one raw-Snappy Parquet page, decoded as they are read: a reader takes
+ * a volume's bytes straight into its batch buffer, with no page-sized buffer of decompressed bytes
+ * in between (issue 15: decompressing a 24 MiB page into a buffer and copying each volume out of it
+ * moved every byte through memory twice more than an uncompressed page).
+ *
+ * <p>Snappy's raw format (the one Parquet uses) is a length and a sequence of literals and copies
+ * of earlier output. A copy may reach back past the start of the current read, into bytes already
+ * handed out, so the source keeps the last {@link #HISTORY} bytes it produced. Every encoder that
+ * compresses in Snappy's 64 KiB blocks (the C++ library that pyarrow, Arrow and parquet-java use
+ * through snappy-java, and the Go and Rust ports) reaches no further; {@link #open} scans the
+ * page's tags first and answers null for a page that does (legal, but then the reader decompresses
+ * the page whole), so nothing is handed out from a stream that would fail half-way. The scan also
+ * checks the page's structure and length, so a corrupt page is refused before any of it is read.
+ * Only forward seeks. Owned by the page's reader; not thread-safe.
+ */
+final class SnappyPageSource extends ByteSource {
+  /** How far back a copy may reach: Snappy's block size. */
+  static final int HISTORY = 1 << 16;
+
+  private final ByteBuffer in;
+  private final long length;
+  private int inPos;
+  private final int inEnd;
+  private int literalLeft;
+  private int copyLeft;
+  private int copyOffset;
+  /** The last bytes produced before the current read, oldest first: {@code [pos - histLen, pos)}. */
+  private final byte[] hist = new byte[2 * HISTORY];
+  private int histLen;
+  private ByteBuffer discard;
+
+  private SnappyPageSource(ByteBuffer in, int start, long length, String name) {
+    super(name);
+    this.in = in;
+    this.inPos = start;
+    this.inEnd = in.limit();
+    this.length = length;
+  }
+
+  /**
+   * A source over the compressed page in {@code in} (position to limit), which must decompress to
+   * {@code uncompressed} bytes; null when the page is valid but has a copy reaching back further
+   * than {@link #HISTORY}.
+   *
+   * @throws IllegalArgumentException naming what is wrong, for a page that is not valid Snappy of that length
+   */
+  static SnappyPageSource open(ByteBuffer in, long uncompressed, String name) {
+    int p = in.position();
+    int end = in.limit();
+    long declared = 0;
+    int shift = 0;
+    while (true) {
+      if (p >= end || shift > 28) {
+        throw new IllegalArgumentException("truncated or oversized length preamble");
+      }
+      int b = in.get(p++) & 0xff;
+      declared |= (long) (b & 0x7f) << shift;
+      shift += 7;
+      if (b < 0x80) {
+        break;
+      }
+    }
+    if (declared != uncompressed) {
+      throw new IllegalArgumentException("Snappy length " + declared + " where the page header says " + uncompressed);
+    }
+    int start = p;
+    long produced = 0;
+    boolean far = false;
+    while (p < end) {
+      int t = in.get(p++) & 0xff;
+      long len;
+      if ((t & 3) == 0) {
+        int l = t >>> 2;
+        if (l >= 60) {
+          int nb = l - 59;
+          if (p + nb > end) {
+            throw new IllegalArgumentException("truncated literal length at byte " + (p - 1));
+          }
+          long v = 0;
+          for (int i = 0; i < nb; i++) {
+            v |= (long) (in.get(p + i) & 0xff) << (8 * i);
+          }
+          p += nb;
+          len = v + 1;
+        } else {
+          len = l + 1;
+        }
+        if (len > end - p) {
+          throw new IllegalArgumentException("a literal of " + len + " bytes runs past the page's end");
+        }
+        p += (int) len;
+      } else {
+        long offset;
+        if ((t & 3) == 1) {
+          if (p >= end) {
+            throw new IllegalArgumentException("truncated copy at byte " + (p - 1));
+          }
+          len = ((t >>> 2) & 7) + 4;
+          offset = ((long) (t >>> 5) << 8) | (in.get(p++) & 0xff);
+        } else if ((t & 3) == 2) {
+          if (p + 2 > end) {
+            throw new IllegalArgumentException("truncated copy at byte " + (p - 1));
+          }
+          len = (t >>> 2) + 1;
+          offset = (in.get(p) & 0xff) | (in.get(p + 1) & 0xff) << 8;
+          p += 2;
+        } else {
+          if (p + 4 > end) {
+            throw new IllegalArgumentException("truncated copy at byte " + (p - 1));
+          }
+          len = (t >>> 2) + 1;
+          offset = (in.get(p) & 0xffL) | (in.get(p + 1) & 0xffL) << 8 | (in.get(p + 2) & 0xffL) << 16
+              | (in.get(p + 3) & 0xffL) << 24;
+          p += 4;
+        }
+        if (offset == 0 || offset > produced) {
+          throw new IllegalArgumentException("a copy from offset " + offset + " at output byte " + produced
+              + " reaches before the page's start");
+        }
+        far |= offset > HISTORY;
+      }
+      produced += len;
+      if (produced > uncompressed) {
+        throw new IllegalArgumentException("decompresses past the " + uncompressed + " bytes the page header says");
+      }
+    }
+    if (produced != uncompressed) {
+      throw new IllegalArgumentException("decompresses to " + produced + " bytes where the page header says "
+          + uncompressed);
+    }
+    return far ? null : new SnappyPageSource(in, start, uncompressed, name);
+  }
+
+  @Override
+  public long length() {
+    return length;
+  }
+
+  /** Moves forward to {@code p}, decoding the bytes in between; never back. */
+  @Override
+  public void seek(long p) {
+    if (p < pos) {
+      throw new IllegalStateException(name() + ": a compressed page is read forward only (at " + pos + ", asked for "
+          + p + ")");
+    }
+    if (discard == null) {
+      discard = ByteBuffer.allocate(HISTORY);
+    }
+    try {
+      while (pos < p) {
+        int n = (int) Math.min(p - pos, discard.capacity());
+        readFully(discard.clear().limit(n));
+      }
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  @Override
+  public void readFully(byte[] b, int off, int len) throws IOException {
+    readFully(ByteBuffer.wrap(b, off, len));
+  }
+
+  @Override
+  public void readFully(ByteBuffer dst) throws IOException {
+    int n = dst.remaining();
+    if (pos + n > length) {
+      throw new EOFException(name() + ": reading " + n + " bytes at " + pos + " of a page that decompresses to "
+          + length + " bytes");
+    }
+    int base = dst.position();
+    int w = 0;
+    try {
+      while (w < n) {
+        if (literalLeft > 0) {
+          int k = Math.min(literalLeft, n - w);
+          if (k <= 16 && n - w >= 16 && inEnd - inPos >= 16) {
+            // a short literal (a few bytes between copies): two words, not a bulk copy's set-up
+            dst.putLong(base + w, in.getLong(inPos));
+            dst.putLong(base + w + 8, in.getLong(inPos + 8));
+          } else {
+            dst.put(base + w, in, inPos, k);
+          }
+          inPos += k;
+          literalLeft -= k;
+          w += k;
+        } else if (copyLeft > 0 && copyOffset <= w && n - w >= copyLeft + 8) {
+          w = shortCopy(dst, base + w, copyOffset, copyLeft) - base;
+          copyLeft = 0;
+        } else if (copyLeft > 0) {
+          w = copy(dst, base, w, n);
+        } else {
+          nextTag();
+        }
+      }
+    } catch (InternalError e) {
+      // the JDK's answer to a fault on a mapped page: the file was truncated while it was read
+      throw new IOException(name() + ": the file changed while it was read (" + e.getMessage() + ")", e);
+    }
+    dst.position(base + n);
+    remember(dst, base, n);
+    pos += n;
+  }
+
+  /** Reads the next tag (already checked by {@link #open}): starts a literal or a copy. */
+  private void nextTag() {
+    int t = in.get(inPos++) & 0xff;
+    switch (t & 3) {
+      case 0: {
+        int l = t >>> 2;
+        if (l >= 60) {
+          int nb = l - 59;
+          int v = 0;
+          for (int i = 0; i < nb; i++) {
+            v |= (in.get(inPos + i) & 0xff) << (8 * i);
+          }
+          inPos += nb;
+          literalLeft = v + 1;
+        } else {
+          literalLeft = l + 1;
+        }
+        break;
+      }
+      case 1:
+        copyLeft = ((t >>> 2) & 7) + 4;
+        copyOffset = (t >>> 5) << 8 | (in.get(inPos++) & 0xff);
+        break;
+      case 2:
+        copyLeft = (t >>> 2) + 1;
+        copyOffset = (in.get(inPos) & 0xff) | (in.get(inPos + 1) & 0xff) << 8;
+        inPos += 2;
+        break;
+      default:
+        copyLeft = (t >>> 2) + 1;
+        copyOffset = (in.get(inPos) & 0xff) | (in.get(inPos + 1) & 0xff) << 8 | (in.get(inPos + 2) & 0xff) << 16
+            | (in.get(inPos + 3) & 0xff) << 24;
+        inPos += 4;
+        break;
+    }
+  }
+
+  /**
+   * A whole copy (at most 64 bytes, Snappy's longest) whose source lies in this read and which
+   * leaves at least 8 bytes of room after it: word by word when the source is a word or more back
+   * (the 8 bytes written past its end are overwritten by what follows), byte by byte when it repeats
+   * a shorter pattern. Returns the index after it.
+   */
+  private static int shortCopy(ByteBuffer dst, int d, int offset, int len) {
+    int end = d + len;
+    int s = d - offset;
+    // a pattern shorter than a word (a run of zeros is one of 4 bytes): each word written holds
+    // d - s right bytes, so the pattern doubles until it is a word long (as Snappy's C++ does)
+    while (d - s < 8 && d < end) {
+      dst.putLong(d, dst.getLong(s));
+      d += d - s;
+    }
+    while (d < end) {
+      dst.putLong(d, dst.getLong(s));
+      d += 8;
+      s += 8;
+    }
+    return end;
+  }
+
+  /**
+   * Copies as much of the current copy as fits, in pieces no longer than its offset (so a piece
+   * never reads bytes it writes), each from this read's output or from the history before it.
+   */
+  private int copy(ByteBuffer dst, int base, int w, int n) {
+    while (copyLeft > 0 && w < n) {
+      int piece = Math.min(Math.min(copyLeft, copyOffset), n - w);
+      int back = copyOffset - w;
+      if (back > 0) {
+        // starts in the history: bytes [histLen - back, ...)
+        piece = Math.min(piece, back);
+        dst.put(base + w, hist, histLen - back, piece);
+      } else {
+        dst.put(base + w, dst, base + w - copyOffset, piece);
+      }
+      w += piece;
+      copyLeft -= piece;
+    }
+    return w;
+  }
+
+  /** Keeps the last {@link #HISTORY} bytes produced, for copies in later reads. */
+  private void remember(ByteBuffer dst, int base, int n) {
+    if (n >= HISTORY) {
+      dst.get(base + n - HISTORY, hist, 0, HISTORY);
+      histLen = HISTORY;
+      return;
+    }
+    if (histLen + n > hist.length) {
+      System.arraycopy(hist, histLen - HISTORY, hist, 0, HISTORY);
+      histLen = HISTORY;
+    }
+    dst.get(base, hist, histLen, n);
+    histLen += n;
+  }
+
+  @Override
+  public void close() {}
+}
