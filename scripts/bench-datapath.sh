@@ -18,12 +18,17 @@ BIG=${BIG:-16}
 QUICK=${QUICK:-0}
 log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 
+# INC=1: a third set of the same volumes scaled instead of shifted (bench-data.py --incompressible: every page
+# hardly compresses, as measured data with noise), snappy, with PinnedRead and the pipeline on it; OLD=DIR: volpool's
+# own jars of another commit in DIR, run alternated with these on that set (JOB_CP picks the jars of one run)
+INC=${INC:-0}
+OLD=${OLD:-}
 # one volpool run: NAME INPUT OUTPUT PIPELINE DEVICE [HEAP] [more --conf args]
 job() {
   local name=$1 in=$2 out=$3 pipe=$4 dev=$5 heap=${6:-8g}; shift 6
   rm -rf "$out"
   log "volpool $name"
-  "$J" -Xmx$heap ${JOB_JAVA_OPTS:-} $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" io.volpool.job.VolpoolMain \
+  "$J" -Xmx$heap ${JOB_JAVA_OPTS:-} $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "${JOB_CP:-$CP}" io.volpool.job.VolpoolMain \
     --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" --conf spark.volpool.output="$out" \
     --conf spark.volpool.pipeline="$pipe" --conf spark.volpool.device="$dev" \
     --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors "$@" >>"$LOG" 2>&1
@@ -43,6 +48,8 @@ log "datasets ($VOLS reference volumes, 64 files, row groups of 128, pyarrow)"
 python3 scripts/bench-data.py /dev/shm/ref-snappy "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 >>"$LOG" 2>&1
 [ "$QUICK" = 1 ] || python3 scripts/bench-data.py /dev/shm/ref-zstd "$VOLS" 64 --compression zstd --no-dictionary --jobs 16 >>"$LOG" 2>&1
 python3 scripts/bench-data.py /dev/shm/ref-none "$VOLS" 64 --compression none --no-dictionary --jobs 16 >>"$LOG" 2>&1
+[ "$INC" = 1 ] && python3 scripts/bench-data.py /dev/shm/ref-inc "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 \
+  --incompressible >>"$LOG" 2>&1
 du -sh /dev/shm/ref-* >>"$LOG"
 log "machine: dd of /dev/shm from 16 processes (16 of the uncompressed files), then one"
 ( time (ls /dev/shm/ref-none/*.parquet | head -16 | xargs -P16 -I{} dd if={} of=/dev/null bs=8M status=none) ) 2>&1 | grep real | tee -a "$LOG"
@@ -58,6 +65,18 @@ rm -rf /dev/shm/ceiling-*
 log "anchors: PinnedRead (raw data pages to pinned memory and the GPU, no Spark), 16 threads"
 "$J" -Xmx48g -cp ".stage/bench:$CP" PinnedRead /dev/shm/ref-snappy 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
 
+if [ "$INC" = 1 ]; then
+  log "anchors: PinnedRead on the incompressible snappy set, 16 threads"
+  "$J" -Xmx48g -cp ".stage/bench:$CP" PinnedRead /dev/shm/ref-inc 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
+  CPOLD=""
+  [ -n "$OLD" ] && CPOLD="$(echo "$CP" | tr ':' '\n' | grep -v '/volpool-' | tr '\n' ':')$(ls "$OLD"/volpool-*.jar | tr '\n' ':')"
+  for round in 1 2; do
+    job "gpu-pipeline-snappy-inc-$round" /dev/shm/ref-inc /dev/shm/o1 fused,avgpool3d gpu 8g
+    [ -n "$OLD" ] && JOB_CP="$CPOLD" job "gpu-pipeline-snappy-inc-old-$round" /dev/shm/ref-inc /dev/shm/o1 fused,avgpool3d gpu 8g
+  done
+  job gpu-identity-snappy-inc /dev/shm/ref-inc /dev/shm/o1 identity gpu 8g
+  rm -rf /dev/shm/ref-inc
+fi
 job gpu-pipeline-snappy /dev/shm/ref-snappy /dev/shm/o1 fused,avgpool3d gpu 8g
 job gpu-identity-snappy /dev/shm/ref-snappy /dev/shm/o1 identity gpu 8g
 [ "$QUICK" = 1 ] || job gpu-pipeline-zstd /dev/shm/ref-zstd /dev/shm/o1 fused,avgpool3d gpu 8g
