@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Steady state of the whole job (issue 15, item 5), in one call on the GPU machine after
+# scripts/device-gpu-run.sh has the staged runtime. The data path moves about 8 GB/s, so a run of 30 s needs
+# 240 GB of input and 160 GB of output: more than the 128 GiB machine holds. So each input folder lists the
+# same 64 files REPEAT times (hard links: one copy of the bytes in /dev/shm, read REPEAT times from memory as
+# separate files would be) and the pipeline is fused,avgpool3d, whose output is 2/3 of its input.
+#   REPEAT=6 (default): 393,216 volumes, 77 GB in, 52 GB out per run. (VOLS, DEVICE, J and CP: a small try elsewhere.)
+# Sets: uncompressed, and snappy of pages that hardly compress (bench-data.py --incompressible), both with
+# pyarrow (row groups of 128, no dictionary). The machine's limits in the same call: dd of 16 files from 16
+# processes, memcpy and read() by one thread; PinnedRead on the snappy set (64 files, warm). OLD=DIR alternates
+# another commit's volpool jars on the snappy set. Logs: $OUT/steady.log, $OUT/steady.jsonl (one run
+# summary per line, with the progress lines of each run in the log).
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+J=${J:-/tmp/stage/jre/bin/java}
+. "$(dirname "$0")/lib/java-opens.sh"
+CP=${CP:-"$(ls /tmp/stage/lib/*.jar | grep -v -e console-standalone -e -tests.jar | tr '\n' ':')"}
+LOG="$OUT/steady.log"
+SUM="$OUT/steady.jsonl"
+REPEAT=${REPEAT:-6}
+OLD=${OLD:-}
+VOLS=${VOLS:-65536}
+DEVICE=${DEVICE:-gpu}
+log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
+
+run() {
+  local name=$1 in=$2 cp=$3
+  rm -rf /dev/shm/o-steady
+  log "volpool $name ($in)"
+  "$J" -Xmx8g $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$cp" io.volpool.job.VolpoolMain \
+    --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" \
+    --conf spark.volpool.output=/dev/shm/o-steady --conf spark.volpool.pipeline=fused,avgpool3d \
+    --conf spark.volpool.device="$DEVICE" --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors \
+    >>"$LOG" 2>&1
+  local rc=$?
+  if [ -f /dev/shm/o-steady/_volpool_summary.json ]; then
+    python3 - "$name" >>"$SUM" <<'EOF'
+import json, sys
+d = json.load(open('/dev/shm/o-steady/_volpool_summary.json')); d.pop('settings', None); d['run'] = sys.argv[1]
+print(json.dumps(d))
+EOF
+    python3 - "$name" <<'EOF' | tee -a "$LOG"
+import json, sys
+d = json.load(open('/dev/shm/o-steady/_volpool_summary.json')); t = d['timeline']
+print('   ', sys.argv[1], d['rows_in'], 'vol', d['wall_seconds'], 's,', d['gb_per_second_in'], 'GB/s in over the job;',
+      'first commit', t['first_task_committed_seconds'], 's; steady', t['steady_window_seconds'],
+      t['steady_gb_per_second_in'], 'GB/s in,', t['steady_volumes_per_second'], 'vol/s; tail', t['tail_seconds'], 's')
+print('    phases (task-s):', {k: v for k, v in d['phase_seconds_summed_over_tasks'].items() if v})
+EOF
+  else
+    echo "    $name FAILED rc=$rc: $(grep -a 'volpool: FAILED' "$LOG" | tail -1)" | tee -a "$LOG"
+  fi
+  rm -rf /dev/shm/o-steady
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g | head -2; df -h /dev/shm | tail -1; date -u; } >>"$LOG" 2>&1
+log "datasets: $VOLS reference volumes in 64 files, uncompressed and incompressible snappy; $REPEAT hard links to each"
+python3 scripts/bench-data.py /dev/shm/base-none "$VOLS" 64 --compression none --no-dictionary --jobs 16 >>"$LOG" 2>&1
+python3 scripts/bench-data.py /dev/shm/base-inc "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 --incompressible >>"$LOG" 2>&1
+for set in none inc; do
+  mkdir -p /dev/shm/long-$set
+  for f in /dev/shm/base-$set/*.parquet; do
+    for r in $(seq 1 "$REPEAT"); do ln "$f" "/dev/shm/long-$set/$(basename "$f" .parquet)-r$r.parquet"; done
+  done
+done
+du -sh --apparent-size /dev/shm/base-* /dev/shm/long-* 2>&1 | tee -a "$LOG"
+log "machine: dd of 16 uncompressed files from 16 processes, then one"
+( time (ls /dev/shm/base-none/*.parquet | head -16 | xargs -P16 -I{} dd if={} of=/dev/null bs=8M status=none) ) 2>&1 | grep real | tee -a "$LOG"
+du -cb $(ls /dev/shm/base-none/*.parquet | head -16) | tail -1 | tee -a "$LOG"
+dd if="$(ls /dev/shm/base-none/*.parquet | head -1)" of=/dev/null bs=8M 2>&1 | tail -1 | tee -a "$LOG"
+python3 scripts/machine-limits.py "$(ls /dev/shm/base-none/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
+log "anchor: PinnedRead on the snappy set (the 64 files), 16 threads"
+"$J" -Xmx48g -cp ".stage/bench:$CP" PinnedRead /dev/shm/base-inc 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
+
+CPOLD=""
+[ -n "$OLD" ] && CPOLD="$(echo "$CP" | tr ':' '\n' | grep -v '/volpool-' | tr '\n' ':')$(ls "$OLD"/volpool-*.jar | tr '\n' ':')"
+run uncompressed-long /dev/shm/long-none "$CP"
+run snappy-inc-long /dev/shm/long-inc "$CP"
+[ -n "$OLD" ] && run snappy-inc-long-old /dev/shm/long-inc "$CPOLD"
+run uncompressed-long-2 /dev/shm/long-none "$CP"
+run snappy-inc-long-2 /dev/shm/long-inc "$CP"
+rm -rf /dev/shm/long-* /dev/shm/base-*
+log "done"
