@@ -99,13 +99,18 @@ public abstract class ByteSource implements Closeable {
     }
   }
 
+  /** Whether {@link #map} maps the file's bytes (a local file). */
+  public boolean mappable() {
+    return false;
+  }
+
   /**
    * The file's bytes {@code [at, at + len)} mapped read-only, so a reader can decode them in place
-   * (a compressed page decompressed straight from the page cache, with no copy into a buffer first);
-   * null where the file is not local. The caller frees the mapping ({@code DirectBuffers.free}).
+   * (a compressed page decompressed straight from the page cache, with no copy into a buffer first),
+   * where {@link #mappable()}. The caller frees the mapping ({@code DirectBuffers.free}).
    */
   public java.nio.MappedByteBuffer map(long at, int len) throws IOException {
-    return null;
+    throw new UnsupportedOperationException(name + " is not a local file: it cannot be mapped");
   }
 
   /** A reusable heap chunk of {@link #CHUNK} bytes (a multiple of 4: whole floats). */
@@ -220,6 +225,11 @@ public abstract class ByteSource implements Closeable {
 
     @Override
     public boolean concurrentReads() {
+      return true;
+    }
+
+    @Override
+    public boolean mappable() {
       return true;
     }
 

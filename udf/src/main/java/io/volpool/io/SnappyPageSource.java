@@ -18,16 +18,19 @@ import java.nio.ByteBuffer;
  * page's tags first and answers null for a page that does (legal, but then the reader decompresses
  * the page whole), so nothing is handed out from a stream that would fail half-way. The scan also
  * checks the page's structure and length, so a corrupt page is refused before any of it is read.
- * Only forward seeks. Owned by the page's reader; not thread-safe.
+ * The compressed bytes come through a {@link Compressed} window: the whole page in one buffer, or a
+ * local file's bytes mapped {@link Compressed#WINDOW} at a time, so a page of any size holds at most
+ * that much of the file in the process (a 512 MiB page is not 512 MiB of resident mapping). Only
+ * forward seeks. Owned by the page's reader, which closes it; not thread-safe.
  */
 final class SnappyPageSource extends ByteSource {
   /** How far back a copy may reach: Snappy's block size. */
   static final int HISTORY = 1 << 16;
 
-  private final ByteBuffer in;
+  private final Compressed in;
   private final long length;
-  private int inPos;
-  private final int inEnd;
+  /** The next compressed byte to decode, from the page's first (after the length preamble). */
+  private long inPos;
   private int literalLeft;
   private int copyLeft;
   private int copyOffset;
@@ -36,12 +39,83 @@ final class SnappyPageSource extends ByteSource {
   private int histLen;
   private ByteBuffer discard;
 
-  private SnappyPageSource(ByteBuffer in, int start, long length, String name) {
+  private SnappyPageSource(Compressed in, long start, long length, String name) {
     super(name);
     this.in = in;
     this.inPos = start;
-    this.inEnd = in.limit();
     this.length = length;
+  }
+
+  /**
+   * A page's compressed bytes, read through a window: {@link #at} makes a range readable and says
+   * where it lies in {@link #buf}. A page in a buffer is one window; a local file's page is mapped a
+   * window at a time, the last one freed when the next is mapped and on {@link #close()}.
+   */
+  static final class Compressed implements AutoCloseable {
+    /** The most of a local file's page mapped at once. */
+    static final int WINDOW = 8 << 20;
+    private final ByteSource file;
+    private final long fileAt;
+    private final int window;
+    final long length;
+    ByteBuffer buf;
+    private long base;
+    private int origin;
+    private int span;
+
+    private Compressed(ByteSource file, long fileAt, long length, ByteBuffer buf, int window) {
+      this.file = file;
+      this.fileAt = fileAt;
+      this.window = window;
+      this.length = length;
+      this.buf = buf;
+      this.origin = buf == null ? 0 : buf.position();
+      this.span = buf == null ? 0 : buf.remaining();
+    }
+
+    /** The compressed bytes from {@code b}'s position to its limit. */
+    static Compressed of(ByteBuffer b) {
+      return new Compressed(null, 0, b.remaining(), b, 0);
+    }
+
+    /** {@code length} bytes of {@code file} from {@code at}, mapped a window at a time ({@link ByteSource#map}). */
+    static Compressed mapped(ByteSource file, long at, long length) {
+      return mapped(file, at, length, WINDOW);
+    }
+
+    /** As {@link #mapped(ByteSource, long, long)}, with windows of {@code window} bytes (tests: windows of a few bytes). */
+    static Compressed mapped(ByteSource file, long at, long length, int window) {
+      return new Compressed(file, at, length, null, window);
+    }
+
+    /** Makes {@code [pos, pos + n)} readable (within the page) and returns where {@code pos} lies in {@link #buf}. */
+    int at(long pos, int n) throws IOException {
+      if (buf == null || pos < base || pos + n > base + span) {
+        if (file == null) {
+          throw new IllegalStateException("bytes " + pos + "-" + (pos + n) + " outside the page's " + length);
+        }
+        io.volpool.memory.DirectBuffers.free(buf);
+        buf = null;
+        span = (int) Math.min(Math.max(window, n), length - pos);
+        buf = file.map(fileAt + pos, span);
+        base = pos;
+        origin = 0;
+      }
+      return origin + (int) (pos - base);
+    }
+
+    /** How many bytes from {@code pos} the current window holds (after {@link #at}). */
+    int held(long pos) {
+      return (int) (base + span - pos);
+    }
+
+    @Override
+    public void close() {
+      if (file != null) {
+        io.volpool.memory.DirectBuffers.free(buf);
+        buf = null;
+      }
+    }
   }
 
   /**
@@ -51,16 +125,18 @@ final class SnappyPageSource extends ByteSource {
    *
    * @throws IllegalArgumentException naming what is wrong, for a page that is not valid Snappy of that length
    */
-  static SnappyPageSource open(ByteBuffer in, long uncompressed, String name) {
-    int p = in.position();
-    int end = in.limit();
+  static SnappyPageSource open(Compressed in, long uncompressed, String name) throws IOException {
+    long p = 0;
+    long end = in.length;
     long declared = 0;
     int shift = 0;
     while (true) {
       if (p >= end || shift > 28) {
         throw new IllegalArgumentException("truncated or oversized length preamble");
       }
-      int b = in.get(p++) & 0xff;
+      int at = in.at(p, 1);
+      int b = in.buf.get(at) & 0xff;
+      p++;
       declared |= (long) (b & 0x7f) << shift;
       shift += 7;
       if (b < 0x80) {
@@ -70,11 +146,15 @@ final class SnappyPageSource extends ByteSource {
     if (declared != uncompressed) {
       throw new IllegalArgumentException("Snappy length " + declared + " where the page header says " + uncompressed);
     }
-    int start = p;
+    long start = p;
     long produced = 0;
     boolean far = false;
     while (p < end) {
-      int t = in.get(p++) & 0xff;
+      // a tag and the up to 4 bytes after it, in one window
+      int i = in.at(p, (int) Math.min(5, end - p));
+      ByteBuffer w = in.buf;
+      int t = w.get(i) & 0xff;
+      p++;
       long len;
       if ((t & 3) == 0) {
         int l = t >>> 2;
@@ -84,8 +164,8 @@ final class SnappyPageSource extends ByteSource {
             throw new IllegalArgumentException("truncated literal length at byte " + (p - 1));
           }
           long v = 0;
-          for (int i = 0; i < nb; i++) {
-            v |= (long) (in.get(p + i) & 0xff) << (8 * i);
+          for (int k = 0; k < nb; k++) {
+            v |= (long) (w.get(i + 1 + k) & 0xff) << (8 * k);
           }
           p += nb;
           len = v + 1;
@@ -95,31 +175,25 @@ final class SnappyPageSource extends ByteSource {
         if (len > end - p) {
           throw new IllegalArgumentException("a literal of " + len + " bytes runs past the page's end");
         }
-        p += (int) len;
+        p += len;
       } else {
         long offset;
-        if ((t & 3) == 1) {
-          if (p >= end) {
-            throw new IllegalArgumentException("truncated copy at byte " + (p - 1));
-          }
-          len = ((t >>> 2) & 7) + 4;
-          offset = ((long) (t >>> 5) << 8) | (in.get(p++) & 0xff);
-        } else if ((t & 3) == 2) {
-          if (p + 2 > end) {
-            throw new IllegalArgumentException("truncated copy at byte " + (p - 1));
-          }
-          len = (t >>> 2) + 1;
-          offset = (in.get(p) & 0xff) | (in.get(p + 1) & 0xff) << 8;
-          p += 2;
-        } else {
-          if (p + 4 > end) {
-            throw new IllegalArgumentException("truncated copy at byte " + (p - 1));
-          }
-          len = (t >>> 2) + 1;
-          offset = (in.get(p) & 0xffL) | (in.get(p + 1) & 0xffL) << 8 | (in.get(p + 2) & 0xffL) << 16
-              | (in.get(p + 3) & 0xffL) << 24;
-          p += 4;
+        int nb = (t & 3) == 3 ? 4 : t & 3;
+        if (p + nb > end) {
+          throw new IllegalArgumentException("truncated copy at byte " + (p - 1));
         }
+        if ((t & 3) == 1) {
+          len = ((t >>> 2) & 7) + 4;
+          offset = ((long) (t >>> 5) << 8) | (w.get(i + 1) & 0xff);
+        } else if ((t & 3) == 2) {
+          len = (t >>> 2) + 1;
+          offset = (w.get(i + 1) & 0xff) | (w.get(i + 2) & 0xff) << 8;
+        } else {
+          len = (t >>> 2) + 1;
+          offset = (w.get(i + 1) & 0xffL) | (w.get(i + 2) & 0xffL) << 8 | (w.get(i + 3) & 0xffL) << 16
+              | (w.get(i + 4) & 0xffL) << 24;
+        }
+        p += nb;
         if (offset == 0 || offset > produced) {
           throw new IllegalArgumentException("a copy from offset " + offset + " at output byte " + produced
               + " reaches before the page's start");
@@ -181,12 +255,14 @@ final class SnappyPageSource extends ByteSource {
       while (w < n) {
         if (literalLeft > 0) {
           int k = Math.min(literalLeft, n - w);
-          if (k <= 16 && n - w >= 16 && inEnd - inPos >= 16) {
+          int i = in.at(inPos, 1);
+          if (k <= 16 && n - w >= 16 && in.held(inPos) >= 16) {
             // a short literal (a few bytes between copies): two words, not a bulk copy's set-up
-            dst.putLong(base + w, in.getLong(inPos));
-            dst.putLong(base + w + 8, in.getLong(inPos + 8));
+            dst.putLong(base + w, in.buf.getLong(i));
+            dst.putLong(base + w + 8, in.buf.getLong(i + 8));
           } else {
-            dst.put(base + w, in, inPos, k);
+            k = Math.min(k, in.held(inPos));
+            dst.put(base + w, in.buf, i, k);
           }
           inPos += k;
           literalLeft -= k;
@@ -210,16 +286,19 @@ final class SnappyPageSource extends ByteSource {
   }
 
   /** Reads the next tag (already checked by {@link #open}): starts a literal or a copy. */
-  private void nextTag() {
-    int t = in.get(inPos++) & 0xff;
+  private void nextTag() throws IOException {
+    int i = in.at(inPos, (int) Math.min(5, in.length - inPos));
+    ByteBuffer w = in.buf;
+    int t = w.get(i) & 0xff;
+    inPos++;
     switch (t & 3) {
       case 0: {
         int l = t >>> 2;
         if (l >= 60) {
           int nb = l - 59;
           int v = 0;
-          for (int i = 0; i < nb; i++) {
-            v |= (in.get(inPos + i) & 0xff) << (8 * i);
+          for (int k = 0; k < nb; k++) {
+            v |= (w.get(i + 1 + k) & 0xff) << (8 * k);
           }
           inPos += nb;
           literalLeft = v + 1;
@@ -230,17 +309,18 @@ final class SnappyPageSource extends ByteSource {
       }
       case 1:
         copyLeft = ((t >>> 2) & 7) + 4;
-        copyOffset = (t >>> 5) << 8 | (in.get(inPos++) & 0xff);
+        copyOffset = (t >>> 5) << 8 | (w.get(i + 1) & 0xff);
+        inPos += 1;
         break;
       case 2:
         copyLeft = (t >>> 2) + 1;
-        copyOffset = (in.get(inPos) & 0xff) | (in.get(inPos + 1) & 0xff) << 8;
+        copyOffset = (w.get(i + 1) & 0xff) | (w.get(i + 2) & 0xff) << 8;
         inPos += 2;
         break;
       default:
         copyLeft = (t >>> 2) + 1;
-        copyOffset = (in.get(inPos) & 0xff) | (in.get(inPos + 1) & 0xff) << 8 | (in.get(inPos + 2) & 0xff) << 16
-            | (in.get(inPos + 3) & 0xff) << 24;
+        copyOffset = (w.get(i + 1) & 0xff) | (w.get(i + 2) & 0xff) << 8 | (w.get(i + 3) & 0xff) << 16
+            | (w.get(i + 4) & 0xff) << 24;
         inPos += 4;
         break;
     }
@@ -305,6 +385,9 @@ final class SnappyPageSource extends ByteSource {
     histLen += n;
   }
 
+  /** Frees the window of a mapped page. */
   @Override
-  public void close() {}
+  public void close() {
+    in.close();
+  }
 }

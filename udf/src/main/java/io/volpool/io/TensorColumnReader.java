@@ -55,8 +55,8 @@ final class TensorColumnReader implements AutoCloseable {
   private ByteSource src;
   /** Where a streamed page's bytes come from: {@link #src} itself, or a Snappy page's decoder. */
   private ByteSource body;
-  /** The mapping a streamed Snappy page is decoded from, freed with the page. */
-  private ByteBuffer pageMap;
+  /** A streamed Snappy page's decoder (the {@link #body}), closed with the page: it may hold a mapped window. */
+  private SnappyPageSource snappy;
   private String where;
   private CompressionCodecName codec;
   private long chunkValuesLeft;
@@ -533,8 +533,10 @@ final class TensorColumnReader implements AutoCloseable {
 
   /**
    * Makes the Snappy page whose {@code compressedSize} bytes start at the source's position the
-   * streamed {@link #body}: mapped in place for a local file, else read into the reader's raw buffer
-   * (page memory taken from the gate). The source moves past the page.
+   * streamed {@link #body}: mapped in place a window at a time for a local file (at most
+   * {@link SnappyPageSource.Compressed#WINDOW} of it, taken from no budget, like a read-ahead buffer),
+   * else read into the reader's raw buffer (page memory taken from the gate). The source moves past
+   * the page.
    *
    * @return 1 when streamed; 0 when the page must be decompressed whole (the source is back at the
    *     page, nothing taken); -1 when the gate refused memory (nothing consumed)
@@ -545,45 +547,46 @@ final class TensorColumnReader implements AutoCloseable {
       return 0;
     }
     long at = src.pos();
-    ByteBuffer in = src.map(at, compressedSize);
-    boolean mapped = in != null;
-    if (!mapped) {
+    SnappyPageSource.Compressed in;
+    if (src.mappable()) {
+      if (at + compressedSize > src.length()) {
+        throw corrupt("a page of " + compressedSize + " bytes at offset " + at + " runs past the file's end ("
+            + src.length() + " bytes)");
+      }
+      in = SnappyPageSource.Compressed.mapped(src, at, compressedSize);
+    } else {
       if (!take(gate, compressedSize, midValue)) {
         return -1;
       }
       pageLease = compressedSize;
       leaseGate = gate;
-      in = scratch(true, compressedSize);
-      src.readFully(in);
-      in.flip();
+      ByteBuffer raw = scratch(true, compressedSize);
+      src.readFully(raw);
+      raw.flip();
+      in = SnappyPageSource.Compressed.of(raw);
     }
     SnappyPageSource s;
     try {
       s = SnappyPageSource.open(in, uncompressedSize, src.name());
     } catch (IllegalArgumentException e) {
-      unmap(in, mapped);
+      in.close();
       throw corrupt("cannot decompress a SNAPPY page: " + e.getMessage());
     } catch (InternalError e) {
-      unmap(in, mapped);
+      // the JDK's answer to a fault on a mapped page: the file was truncated while it was read
+      in.close();
       throw io(new IOException("the file changed while it was read (" + e.getMessage() + ")", e));
     }
     if (s == null) {
-      unmap(in, mapped);
+      in.close();
       releasePage(gate);
       src.seek(at);
       return 0;
     }
-    pageMap = mapped ? in : null;
+    snappy = s;
     body = s;
     snappyStreamed++;
     src.seek(at + compressedSize);
     return 1;
-  }
-
-  private static void unmap(ByteBuffer in, boolean mapped) {
-    if (mapped) {
-      io.volpool.memory.DirectBuffers.free(in);
-    }
   }
 
   private int[] skipBytes(int n) {
@@ -725,9 +728,9 @@ final class TensorColumnReader implements AutoCloseable {
     values = null;
     peekedBinary = null;
     body = null;
-    if (pageMap != null) {
-      io.volpool.memory.DirectBuffers.free(pageMap);
-      pageMap = null;
+    if (snappy != null) {
+      snappy.close();
+      snappy = null;
     }
     for (ByteBuffer b : pageOwn) {
       PageBuffers.give(b);

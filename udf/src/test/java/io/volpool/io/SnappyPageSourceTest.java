@@ -47,6 +47,10 @@ class SnappyPageSourceTest {
         Arguments.of("floats", floats), Arguments.of("one byte", new byte[] {42}), Arguments.of("empty", new byte[0]));
   }
 
+  static SnappyPageSource open(ByteBuffer page, long uncompressed, String name) throws IOException {
+    return SnappyPageSource.open(SnappyPageSource.Compressed.of(page), uncompressed, name);
+  }
+
   static ByteBuffer compressed(byte[] plain) throws IOException {
     return ByteBuffer.wrap(Snappy.compress(plain));
   }
@@ -86,9 +90,34 @@ class SnappyPageSourceTest {
     ByteBuffer c = compressed(plain);
     for (int max : new int[] {1, 5, 13, 4098, 65_536, 1 << 20}) {
       for (boolean direct : new boolean[] {false, true}) {
-        SnappyPageSource s = SnappyPageSource.open(c.duplicate(), plain.length, name);
+        SnappyPageSource s = open(c.duplicate(), plain.length, name);
         assertThat(s).as("%s: snappy-java reaches back at most 64 KiB", name).isNotNull();
         readInPieces(s, plain, max, direct, max * 31L + (direct ? 1 : 0));
+      }
+    }
+  }
+
+  /**
+   * A local file's page is mapped a window at a time: with windows of a few bytes every tag, literal
+   * and length crosses one, and the page still comes back whole (the mapping never holds more).
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("data")
+  void aMappedPageReadThroughSmallWindowsComesBackWhole(String name, byte[] plain, @org.junit.jupiter.api.io.TempDir
+      java.nio.file.Path dir) throws IOException {
+    byte[] c = Snappy.compress(plain);
+    java.nio.file.Path f = dir.resolve("page.bin");
+    byte[] file = new byte[c.length + 17];
+    System.arraycopy(c, 0, file, 11, c.length);
+    java.nio.file.Files.write(f, file);
+    try (ByteSource src = ByteSource.open(new org.apache.hadoop.fs.Path(f.toUri()), new org.apache.hadoop.conf.Configuration())) {
+      assertThat(src.mappable()).isTrue();
+      for (int window : new int[] {5, 6, 4097, SnappyPageSource.Compressed.WINDOW}) {
+        SnappyPageSource.Compressed in = SnappyPageSource.Compressed.mapped(src, 11, c.length, window);
+        try (SnappyPageSource s = SnappyPageSource.open(in, plain.length, name)) {
+          assertThat(s).as("%s: snappy-java reaches back at most 64 KiB", name).isNotNull();
+          readInPieces(s, plain, 70_000, window % 2 == 0, window);
+        }
       }
     }
   }
@@ -105,14 +134,14 @@ class SnappyPageSourceTest {
     d.position(57);
     d.put(c);
     d.position(57).limit(57 + c.length);
-    SnappyPageSource s = SnappyPageSource.open(d, plain.length, "direct");
+    SnappyPageSource s = open(d, plain.length, "direct");
     readInPieces(s, plain, 7000, true, 1);
   }
 
   @Test
   void readingPastThePageIsAnEndOfFileNamingThePage() throws IOException {
     byte[] plain = new byte[1000];
-    SnappyPageSource s = SnappyPageSource.open(compressed(plain), plain.length, "f.parquet");
+    SnappyPageSource s = open(compressed(plain), plain.length, "f.parquet");
     s.readFully(new byte[600], 0, 600);
     assertThatThrownBy(() -> s.readFully(new byte[401], 0, 401)).isInstanceOf(java.io.EOFException.class)
         .hasMessageContaining("f.parquet").hasMessageContaining("reading 401 bytes at 600")
@@ -174,6 +203,14 @@ class SnappyPageSourceTest {
       return this;
     }
 
+    /** Bytes of the compressed stream as they are (a corrupt tag). */
+    Stream2 raw(int... b) {
+      for (int x : b) {
+        out.write(x);
+      }
+      return this;
+    }
+
     ByteBuffer page() {
       return ByteBuffer.wrap(out.toByteArray());
     }
@@ -195,7 +232,7 @@ class SnappyPageSourceTest {
     Stream2 t = new Stream2(plain.length);
     t.out.write(s.out.toByteArray(), 1, s.out.size() - 1);
     // the copy from 70,000 back reaches past the 64 KiB history: refused, for the whole-page path
-    assertThat(SnappyPageSource.open(t.page(), plain.length, "t")).isNull();
+    assertThat(open(t.page(), plain.length, "t")).isNull();
     assertThat(Snappy.uncompress(t.out.toByteArray())).as("the hand-made stream is valid Snappy").isEqualTo(plain);
 
     Stream2 u = new Stream2(0);
@@ -207,7 +244,7 @@ class SnappyPageSourceTest {
     v.out.write(u.out.toByteArray(), 1, u.out.size() - 1);
     assertThat(Snappy.uncompress(v.out.toByteArray())).isEqualTo(plain2);
     for (int max : new int[] {1, 3, 64, 5000, 1 << 20}) {
-      SnappyPageSource src = SnappyPageSource.open(v.page(), plain2.length, "v");
+      SnappyPageSource src = open(v.page(), plain2.length, "v");
       readInPieces(src, plain2, max, max % 2 == 0, max);
     }
   }
@@ -216,33 +253,25 @@ class SnappyPageSourceTest {
   void corruptPagesAreRefusedBeforeAnyByteIsHandedOut() throws IOException {
     byte[] plain = bytes(5000, 9);
     byte[] c = Snappy.compress(plain);
-    assertThatThrownBy(() -> SnappyPageSource.open(ByteBuffer.wrap(c), 5001, "p"))
+    assertThatThrownBy(() -> open(ByteBuffer.wrap(c), 5001, "p"))
         .hasMessageContaining("Snappy length 5000 where the page header says 5001");
-    assertThatThrownBy(() -> SnappyPageSource.open(ByteBuffer.wrap(Arrays.copyOf(c, c.length - 10)), 5000, "p"))
+    assertThatThrownBy(() -> open(ByteBuffer.wrap(Arrays.copyOf(c, c.length - 10)), 5000, "p"))
         .hasMessageContaining("runs past the page's end");
     byte[] longer = Arrays.copyOf(c, c.length + 2);
     longer[c.length] = 0; // a literal of one byte
     longer[c.length + 1] = 1;
-    assertThatThrownBy(() -> SnappyPageSource.open(ByteBuffer.wrap(longer), 5000, "p"))
+    assertThatThrownBy(() -> open(ByteBuffer.wrap(longer), 5000, "p"))
         .hasMessageContaining("past the 5000 bytes");
-    Stream2 before = new Stream2(20);
-    before.out.write(0);
-    before.out.write(7);
-    before.out.write(2 | (18 << 2));
-    before.out.write(2);
-    before.out.write(0);
-    assertThatThrownBy(() -> SnappyPageSource.open(before.page(), 20, "p")).hasMessageContaining(
+    // one literal byte, then a copy of 19 from 2 back (one byte was written): the copy tag written by hand,
+    // as the helper computes what a valid copy gives
+    Stream2 before = new Stream2(20).literal(new byte[] {7}, 0).raw(2 | (18 << 2), 2, 0);
+    assertThatThrownBy(() -> open(before.page(), 20, "p")).hasMessageContaining(
         "a copy from offset 2 at output byte 1 reaches before the page's start");
-    Stream2 zero = new Stream2(5);
-    zero.out.write(0);
-    zero.out.write(7);
-    zero.out.write(2 | (3 << 2));
-    zero.out.write(0);
-    zero.out.write(0);
-    assertThatThrownBy(() -> SnappyPageSource.open(zero.page(), 5, "p")).hasMessageContaining("offset 0");
+    Stream2 zero = new Stream2(5).literal(new byte[] {7}, 0).raw(2 | (3 << 2), 0, 0);
+    assertThatThrownBy(() -> open(zero.page(), 5, "p")).hasMessageContaining("offset 0");
     Stream2 shortPage = new Stream2(9);
     shortPage.literal(bytes(4, 1), 0);
-    assertThatThrownBy(() -> SnappyPageSource.open(shortPage.page(), 9, "p"))
+    assertThatThrownBy(() -> open(shortPage.page(), 9, "p"))
         .hasMessageContaining("decompresses to 4 bytes where the page header says 9");
   }
 }
