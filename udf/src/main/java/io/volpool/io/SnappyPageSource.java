@@ -52,8 +52,14 @@ final class SnappyPageSource extends ByteSource {
    * window at a time, the last one freed when the next is mapped and on {@link #close()}.
    */
   static final class Compressed implements AutoCloseable {
-    /** The most of a local file's page mapped at once. */
-    static final int WINDOW = 8 << 20;
+    /**
+     * The most of a local file's page mapped at once: a whole page up to this size (the pages of
+     * Spark's and pyarrow's writers are 1-24 MiB), windows of it beyond (a 512 MiB volume in one
+     * row). Not smaller: with windows of 8 MiB sixteen task threads spent 0.97-1.02 task-s per GB
+     * reading incompressible snappy on the H200, against 0.51-0.55 with one mapping per 24 MiB page
+     * (docs/benchmarks.md, 2026-12-02); every map and unmap stops the other threads' page faults.
+     */
+    static final int WINDOW = 64 << 20;
     private final ByteSource file;
     private final long fileAt;
     private final int window;
