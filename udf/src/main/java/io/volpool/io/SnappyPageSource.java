@@ -152,61 +152,26 @@ final class SnappyPageSource extends ByteSource {
     if (declared != uncompressed) {
       throw new IllegalArgumentException("Snappy length " + declared + " where the page header says " + uncompressed);
     }
-    long start = p;
+    // the tags, read by the decoder's own parser (which refuses a truncated tag or a literal past the
+    // end), with the literals stepped over: the copies' offsets and the length are checked here
+    SnappyPageSource s = new SnappyPageSource(in, p, uncompressed, name);
     long produced = 0;
     boolean far = false;
-    while (p < end) {
-      // a tag and the up to 4 bytes after it, in one window
-      int i = in.at(p, (int) Math.min(5, end - p));
-      ByteBuffer w = in.buf;
-      int t = w.get(i) & 0xff;
-      p++;
-      long len;
-      if ((t & 3) == 0) {
-        int l = t >>> 2;
-        if (l >= 60) {
-          int nb = l - 59;
-          if (p + nb > end) {
-            throw new IllegalArgumentException("truncated literal length at byte " + (p - 1));
-          }
-          long v = 0;
-          for (int k = 0; k < nb; k++) {
-            v |= (long) (w.get(i + 1 + k) & 0xff) << (8 * k);
-          }
-          p += nb;
-          len = v + 1;
-        } else {
-          len = l + 1;
-        }
-        if (len > end - p) {
-          throw new IllegalArgumentException("a literal of " + len + " bytes runs past the page's end");
-        }
-        p += len;
+    while (s.inPos < end) {
+      s.nextTag();
+      if (s.literalLeft > 0) {
+        produced += s.literalLeft;
+        s.inPos += s.literalLeft;
+        s.literalLeft = 0;
       } else {
-        long offset;
-        int nb = (t & 3) == 3 ? 4 : t & 3;
-        if (p + nb > end) {
-          throw new IllegalArgumentException("truncated copy at byte " + (p - 1));
+        if (s.copyOffset <= 0 || s.copyOffset > produced) {
+          throw new IllegalArgumentException("a copy from offset " + Integer.toUnsignedString(s.copyOffset)
+              + " at output byte " + produced + " reaches before the page's start");
         }
-        if ((t & 3) == 1) {
-          len = ((t >>> 2) & 7) + 4;
-          offset = ((long) (t >>> 5) << 8) | (w.get(i + 1) & 0xff);
-        } else if ((t & 3) == 2) {
-          len = (t >>> 2) + 1;
-          offset = (w.get(i + 1) & 0xff) | (w.get(i + 2) & 0xff) << 8;
-        } else {
-          len = (t >>> 2) + 1;
-          offset = (w.get(i + 1) & 0xffL) | (w.get(i + 2) & 0xffL) << 8 | (w.get(i + 3) & 0xffL) << 16
-              | (w.get(i + 4) & 0xffL) << 24;
-        }
-        p += nb;
-        if (offset == 0 || offset > produced) {
-          throw new IllegalArgumentException("a copy from offset " + offset + " at output byte " + produced
-              + " reaches before the page's start");
-        }
-        far |= offset > HISTORY;
+        far |= s.copyOffset > HISTORY;
+        produced += s.copyLeft;
+        s.copyLeft = 0;
       }
-      produced += len;
       if (produced > uncompressed) {
         throw new IllegalArgumentException("decompresses past the " + uncompressed + " bytes the page header says");
       }
@@ -215,7 +180,8 @@ final class SnappyPageSource extends ByteSource {
       throw new IllegalArgumentException("decompresses to " + produced + " bytes where the page header says "
           + uncompressed);
     }
-    return far ? null : new SnappyPageSource(in, start, uncompressed, name);
+    s.inPos = p;
+    return far ? null : s;
   }
 
   @Override
@@ -291,43 +257,52 @@ final class SnappyPageSource extends ByteSource {
     pos += n;
   }
 
-  /** Reads the next tag (already checked by {@link #open}): starts a literal or a copy. */
+  /**
+   * Reads the tag at {@link #inPos} and the bytes after it: starts a literal ({@link #literalLeft})
+   * or a copy ({@link #copyLeft} from {@link #copyOffset} back) and moves past them. The one parser of
+   * tags, for {@link #open}'s scan and the decoding alike.
+   *
+   * @throws IllegalArgumentException for a tag cut off by the page's end or a literal running past it
+   */
   private void nextTag() throws IOException {
-    int i = in.at(inPos, (int) Math.min(5, in.length - inPos));
+    long left = in.length - inPos;
+    int i = in.at(inPos, (int) Math.min(5, left));
     ByteBuffer w = in.buf;
     int t = w.get(i) & 0xff;
-    inPos++;
-    switch (t & 3) {
+    int kind = t & 3;
+    int extra = kind == 0 ? Math.max(0, (t >>> 2) - 59) : kind == 3 ? 4 : kind;
+    if (extra >= left) {
+      throw new IllegalArgumentException("truncated " + (kind == 0 ? "literal length" : "copy") + " at byte " + inPos);
+    }
+    inPos += 1 + extra;
+    switch (kind) {
       case 0: {
-        int l = t >>> 2;
-        if (l >= 60) {
-          int nb = l - 59;
-          int v = 0;
-          for (int k = 0; k < nb; k++) {
-            v |= (w.get(i + 1 + k) & 0xff) << (8 * k);
+        long len = (t >>> 2) + 1;
+        if (extra > 0) {
+          long v = 0;
+          for (int k = 0; k < extra; k++) {
+            v |= (long) (w.get(i + 1 + k) & 0xff) << (8 * k);
           }
-          inPos += nb;
-          literalLeft = v + 1;
-        } else {
-          literalLeft = l + 1;
+          len = v + 1;
         }
+        if (len > in.length - inPos) {
+          throw new IllegalArgumentException("a literal of " + len + " bytes runs past the page's end");
+        }
+        literalLeft = (int) len;
         break;
       }
       case 1:
         copyLeft = ((t >>> 2) & 7) + 4;
         copyOffset = (t >>> 5) << 8 | (w.get(i + 1) & 0xff);
-        inPos += 1;
         break;
       case 2:
         copyLeft = (t >>> 2) + 1;
         copyOffset = (w.get(i + 1) & 0xff) | (w.get(i + 2) & 0xff) << 8;
-        inPos += 2;
         break;
       default:
         copyLeft = (t >>> 2) + 1;
         copyOffset = (w.get(i + 1) & 0xff) | (w.get(i + 2) & 0xff) << 8 | (w.get(i + 3) & 0xff) << 16
             | (w.get(i + 4) & 0xff) << 24;
-        inPos += 4;
         break;
     }
   }

@@ -534,7 +534,8 @@ final class TensorColumnReader implements AutoCloseable {
   /**
    * Makes the Snappy page whose {@code compressedSize} bytes start at the source's position the
    * streamed {@link #body}: mapped in place a window at a time for a local file (at most
-   * {@link SnappyPageSource.Compressed#WINDOW} of it, taken from no budget, like a read-ahead buffer),
+   * {@link SnappyPageSource.Compressed#WINDOW} of it; page-cache pages, not taken from the gate, which
+   * counts the memory a reader allocates),
    * else read into the reader's raw buffer (page memory taken from the gate). The source moves past
    * the page.
    *

@@ -121,6 +121,22 @@ class ParquetVolumeInputTest {
     return out;
   }
 
+  /**
+   * Reads every volume of {@code in} (through in-place windows or copies), checking volume {@code n}
+   * against {@code volume(n % 4)}, as {@link #write} made it; returns how many there were.
+   */
+  static int readEach(ParquetVolumeInput in, boolean windows, String label) {
+    int n = 0;
+    VolumeSource vs;
+    while ((vs = in.next(PageGate.UNLIMITED)) != null) {
+      CollectingSink s = new CollectingSink((int) SHAPE.bytes(), windows, windows);
+      vs.copyTo(s);
+      assertThat(s.bytes()).as("%svolume %d", label, n).isEqualTo(volume(n % 4, SHAPE));
+      n++;
+    }
+    return n;
+  }
+
   @ParameterizedTest(name = "{0} {1} dictionary={2}")
   @MethodSource("variants")
   void binaryLayoutComesBackByteForByte(CompressionCodecName c, ParquetProperties.WriterVersion v, boolean dict,
@@ -166,15 +182,7 @@ class ParquetVolumeInputTest {
     Path p = write(dir, BINARY, 23, c, v, dict);
     try (ParquetVolumeInput in = new ParquetVolumeInput(List.of(new ParquetSplit(p.toUri().toString(), "", 0,
         p.toFile().length())), TensorLayout.detect(BINARY, null, null), new Configuration(), new PhaseTimes())) {
-      int n = 0;
-      VolumeSource vs;
-      while ((vs = in.next(PageGate.UNLIMITED)) != null) {
-        CollectingSink s = new CollectingSink((int) SHAPE.bytes(), false, false);
-        vs.copyTo(s);
-        assertThat(s.bytes()).isEqualTo(volume(n % 4, SHAPE));
-        n++;
-      }
-      assertThat(n).isEqualTo(23);
+      assertThat(readEach(in, false, "")).isEqualTo(23);
       // at least one: the compressed path ran; at most two: compressed and decompressed, grown once
       assertThat(in.scratchTakes()).as("direct page buffers taken").isBetween(1L, 2L);
     }
@@ -193,15 +201,7 @@ class ParquetVolumeInputTest {
     for (int task = 0; task < 3; task++) {
       long before = io.volpool.memory.PageBuffers.allocations();
       try (ParquetVolumeInput in = new ParquetVolumeInput(splits, layout, new Configuration(), new PhaseTimes())) {
-        int n = 0;
-        VolumeSource vs;
-        while ((vs = in.next(PageGate.UNLIMITED)) != null) {
-          CollectingSink s = new CollectingSink((int) SHAPE.bytes(), false, false);
-          vs.copyTo(s);
-          assertThat(s.bytes()).as("task %d volume %d", task, n).isEqualTo(volume(n % 4, SHAPE));
-          n++;
-        }
-        assertThat(n).isEqualTo(23);
+        assertThat(readEach(in, false, "task " + task + " ")).isEqualTo(23);
         assertThat(in.scratchTakes()).as("task %d took page buffers", task).isPositive();
       }
       allocated[task] = io.volpool.memory.PageBuffers.allocations() - before;
@@ -253,15 +253,7 @@ class ParquetVolumeInputTest {
     TensorLayout layout = binary ? TensorLayout.detect(BINARY, null, null) : TensorLayout.detect(FLOATS, null, SHAPE);
     try (ParquetVolumeInput in = new ParquetVolumeInput(List.of(new ParquetSplit(p.toUri().toString(), "", 0,
         p.toFile().length())), layout, new Configuration(), new PhaseTimes())) {
-      int n = 0;
-      VolumeSource vs;
-      while ((vs = in.next(PageGate.UNLIMITED)) != null) {
-        CollectingSink s = new CollectingSink((int) SHAPE.bytes(), true, true);
-        vs.copyTo(s);
-        assertThat(s.bytes()).isEqualTo(volume(n % 4, SHAPE));
-        n++;
-      }
-      assertThat(n).isEqualTo(rows);
+      assertThat(readEach(in, true, "")).isEqualTo(rows);
       assertThat(in.snappyStreamed()).as("pages decoded in place").isGreaterThanOrEqualTo(3);
       assertThat(in.wholePages()).as("pages decompressed whole").isZero();
       assertThat(in.scratchTakes()).as("page buffers taken").isZero();
