@@ -253,11 +253,13 @@ public final class VolpoolJob {
     if (local) {
       spec.executorBudgetBytes(); // a budget the heap cannot hold
     }
-    if (s.device().equals("gpu") && local) {
-      // the driver is the executor: say it once here, before anything is written, rather than in a failed task's
-      // stack trace. After the planning: CUDA's initialisation (0.25 s on the H200) is the warm-up's, which the
-      // check waits for, so it overlaps the planning instead of preceding it
-      io.volpool.exec.Backends.requireGpu();
+    // the driver is the executor: a missing GPU is said once, in one line, rather than in a failed task's stack trace;
+    // now when the warm-up has probed CUDA already, else beside the job's submission while CUDA initialises (0.1-0.3 s
+    // on the H200, which the first tasks spend deserializing), and waited for before anything is committed
+    LocalGpuCheck gpuCheck = s.device().equals("gpu") && local ? LocalGpuCheck.start() : null;
+    if (local && !s.device().equals("cpu") && layout != null && !planeRows && !plan.tasks().isEmpty()) {
+      // the first wave's batches, made while the job is submitted rather than by its tasks all at once
+      BatchWarmUp.start(spec, layout, plan.tasks().get(0), Math.min(plan.tasks().size(), cores), conf);
     }
     StagedOutput out = StagedOutput.prepare(s.output(), s.overwrite(), conf);
     JobMetrics metrics = JobMetrics.register(spark.sparkContext());
@@ -292,6 +294,9 @@ public final class VolpoolJob {
         throw e;
       }
       LOG.info(progress.finalLine());
+      if (gpuCheck != null) {
+        gpuCheck.require();
+      }
       long tc = System.nanoTime();
       // the committed files, where they can be counted (on S3: completed, in the output)
       Path committedTo = out.publish(job.getConfiguration());

@@ -155,7 +155,19 @@ public final class CudaBackend implements Backend {
     } catch (CudaUnavailableException e) {
       unavailable = e;
       throw e;
+    } finally {
+      probed = true;
     }
+  }
+
+  private static volatile boolean probed;
+
+  /**
+   * Whether this JVM has looked for CUDA once (JCuda loaded, {@code cuInit} returned), whatever it
+   * found: a later {@link #create} then answers at once, or after the driver's own checks.
+   */
+  public static boolean probed() {
+    return probed;
   }
 
   /** The first reason this JVM found no usable GPU; later tries fail with it instead of a bare NoClassDefFoundError. */
@@ -311,6 +323,34 @@ public final class CudaBackend implements Backend {
     }
     LOG.debug("CUDA plan for {} on {}: {}", pipeline.describe(), input, plan.describe());
     return new CudaExecutor(d, plan, maxBatch, outputGap, pinned, poison);
+  }
+
+  @Override
+  public String makeBatchesAhead(Pipeline pipeline, VolumeShape input, int batchSize, long volumesAtMost, int device,
+      int outputGap, MemoryBudget budget, int batches) {
+    long t0 = System.nanoTime();
+    VolumePlan vp = plan(pipeline, input, batchSize, volumesAtMost, device, outputGap, budget);
+    if (vp.slabbed()) {
+      return "volumes " + input + " run in slabs: no batches made ahead";
+    }
+    List<io.volpool.backend.Batch> made = new ArrayList<>();
+    try (BatchExecutor e = open(pipeline, input, vp.batch(), device, outputGap)) {
+      try {
+        while (made.size() < batches) {
+          io.volpool.backend.Batch b = e.newBatch(false);
+          if (b == null) {
+            break; // the budget has no room now: the tasks allocate the rest themselves
+          }
+          made.add(b);
+        }
+      } finally {
+        for (io.volpool.backend.Batch b : made) {
+          b.close();
+        }
+      }
+    }
+    return made.size() + " of " + batches + " batch(es) of " + vp.batch() + " volumes " + input + " made ahead on "
+        + name(device) + " in " + (System.nanoTime() - t0) / 1_000_000 + " ms";
   }
 
   /** Device bytes a slab run of {@code planes} output planes holds: every used buffer's window. */

@@ -169,6 +169,14 @@ public final class Backends {
     }
   }
 
+  /**
+   * Whether this JVM has looked for CUDA already (a warm-up or a task did), so that
+   * {@link #requireGpu} answers without waiting for CUDA's initialisation.
+   */
+  public static boolean gpuProbed() {
+    return CudaBackend.probed();
+  }
+
   private static CpuBackend rowCpu;
 
   /**

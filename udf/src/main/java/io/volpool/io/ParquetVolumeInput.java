@@ -63,6 +63,11 @@ public final class ParquetVolumeInput implements VolumeInput {
   /** The rows of the task's splits as the driver planned them (0 when any split's count is unknown). */
   @Override
   public long volumesAtMost() {
+    return volumesAtMost(splits);
+  }
+
+  /** The rows of {@code splits} as the driver planned them (0 when any split's count is unknown). */
+  public static long volumesAtMost(List<ParquetSplit> splits) {
     long n = 0;
     for (ParquetSplit s : splits) {
       if (s.rows() <= 0) {

@@ -46,6 +46,27 @@ class CudaPinnedPoolTest {
   }
 
   @Test
+  void batchesMadeAheadAreTheOnesATaskOfThatPlanTakes() throws Exception {
+    // the job's first wave in local mode: BatchWarmUp makes one batch per first task while the job is submitted
+    CudaBackend plain = Gpu.backend();
+    float[] x = input(6);
+    MemoryBudget budget = new MemoryBudget(512L << 20);
+    try (CudaBackend b = CudaBackend.create(0.5, budget)) {
+      String what = b.makeBatchesAhead(POOL, IN, 2, 6, 0, 4, budget, 2);
+      assertThat(what).startsWith("2 of 2 batch(es) of 2 volumes " + IN + " made ahead on cuda:0");
+      assertThat(b.pinnedBlocks()[1]).as("pinned blocks made ahead").isEqualTo(2);
+      assertThat(budget.used()).as("kept, idle, in the budget").isPositive();
+      // a task's batches of 2 (two at most at once): the two made ahead, no pinned block of its own
+      float[] got = CudaGoldenTest.runOnGpu(b, POOL, IN, x, 6, 2, 4);
+      assertThat(b.pinnedBlocks()[1]).as("pinned blocks after the task ran").isEqualTo(2);
+      assertThat(got).isEqualTo(CudaGoldenTest.runOnGpu(plain, POOL, IN, x, 6, 2, 4));
+      // volumes that run in slabs have no batches to make
+      assertThat(b.makeBatchesAhead(POOL, IN, 2, 6, 0, 4, new MemoryBudget(64L << 10), 2))
+          .isEqualTo("volumes " + IN + " run in slabs: no batches made ahead");
+    }
+  }
+
+  @Test
   void aPoolIsSeveralAllocationsOfAtMost128Mebibytes() {
     // JCuda views each host allocation as one ByteBuffer (an int capacity): 2 GiB in one came back with capacity 0;
     // and the driver pins one allocation at a time, holding the tasks' CUDA calls back meanwhile

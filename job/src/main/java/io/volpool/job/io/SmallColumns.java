@@ -56,13 +56,26 @@ public final class SmallColumns {
    */
   public static long read(Path file, String folder, List<String> columns, Configuration conf, RowVisitor visitor)
       throws IOException {
+    return read(file, folder, columns, conf, Long.MAX_VALUE, visitor);
+  }
+
+  /** The first row of {@code file}, only {@code columns} of it; null when the file has no rows. */
+  public static Group firstRow(Path file, List<String> columns, Configuration conf) throws IOException {
+    Group[] first = new Group[1];
+    read(file, "", columns, conf, 1, (g, rowInFile, split, k) -> first[0] = g);
+    return first[0];
+  }
+
+  /** Visits the first {@code maxRows} rows of {@code file} (reading only the row groups that hold them); returns how many. */
+  private static long read(Path file, String folder, List<String> columns, Configuration conf, long maxRows,
+      RowVisitor visitor) throws IOException {
     long rowInFile = 0;
     try (ParquetFileReader r = Files2.openParquet(file, conf)) {
       MessageType fileSchema = r.getFooter().getFileMetaData().getSchema();
       MessageType small = project(fileSchema, columns);
       r.setRequestedSchema(small);
       List<BlockMetaData> blocks = r.getFooter().getBlocks();
-      for (int b = 0; b < blocks.size(); b++) {
+      for (int b = 0; b < blocks.size() && rowInFile < maxRows; b++) {
         BlockMetaData bm = blocks.get(b);
         if (bm.getRowCount() == 0) {
           continue; // parquet's reader steps over empty row groups by itself
@@ -75,10 +88,11 @@ public final class SmallColumns {
         ParquetSplit split = new ParquetSplit(file.toString(), folder, bm.getStartingPos(), bm.getCompressedSize());
         RecordReader<Group> rr = new ColumnIOFactory().getColumnIO(small, fileSchema)
             .getRecordReader(pages, new GroupRecordConverter(small));
-        for (long k = 0; k < bm.getRowCount(); k++) {
+        long n = Math.min(bm.getRowCount(), maxRows - rowInFile);
+        for (long k = 0; k < n; k++) {
           visitor.row(rr.read(), rowInFile + k, split, k);
         }
-        rowInFile += bm.getRowCount();
+        rowInFile += n;
       }
     }
     return rowInFile;
