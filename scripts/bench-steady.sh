@@ -5,6 +5,10 @@
 # same 64 files REPEAT times (hard links: one copy of the bytes in /dev/shm, read REPEAT times from memory as
 # separate files would be) and the pipeline is fused,avgpool3d, whose output is 2/3 of its input.
 #   REPEAT=6 (default): 393,216 volumes, 77 GB in, 52 GB out per run. (VOLS, DEVICE, J and CP: a small try elsewhere.)
+#   READ_REPEAT=N (default 0: none): one more run on the uncompressed files N times over (48: 3.1 million volumes,
+#   618 GB in) through fused,avgpool3d,avgpool3d,avgpool3d, whose output is 1/96 of its input: the read side alone.
+# Besides dd's reads, dd's writes into new /dev/shm files and its copies of the input files into new ones: the job
+# writes 2/3 of what it reads, and a copy is the floor of a job that reads and writes.
 # Sets: uncompressed, and snappy of pages that hardly compress (bench-data.py --incompressible), both with
 # pyarrow (row groups of 128, no dictionary). The machine's limits in the same call: dd of 16 files from 16
 # processes, memcpy and read() by one thread; PinnedRead on the snappy set (64 files, warm). OLD=DIR alternates
@@ -18,18 +22,19 @@ CP=${CP:-"$(ls /tmp/stage/lib/*.jar | grep -v -e console-standalone -e -tests.ja
 LOG="$OUT/steady.log"
 SUM="$OUT/steady.jsonl"
 REPEAT=${REPEAT:-6}
+READ_REPEAT=${READ_REPEAT:-0}
 OLD=${OLD:-}
 VOLS=${VOLS:-65536}
 DEVICE=${DEVICE:-gpu}
 log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 
 run() {
-  local name=$1 in=$2 cp=$3
+  local name=$1 in=$2 cp=$3 pipeline=${4:-fused,avgpool3d}
   rm -rf /dev/shm/o-steady
-  log "volpool $name ($in)"
+  log "volpool $name ($in, $pipeline)"
   "$J" -Xmx8g $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$cp" io.volpool.job.VolpoolMain \
     --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" \
-    --conf spark.volpool.output=/dev/shm/o-steady --conf spark.volpool.pipeline=fused,avgpool3d \
+    --conf spark.volpool.output=/dev/shm/o-steady --conf spark.volpool.pipeline="$pipeline" \
     --conf spark.volpool.device="$DEVICE" --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors \
     >>"$LOG" 2>&1
   local rc=$?
@@ -77,6 +82,32 @@ print(f"dd, 16 processes: {n} bytes in {s:.3f} s, {n / s / 1e9:.1f} GB/s")
 EOF
 done
 dd if="$(ls /dev/shm/base-none/*.parquet | head -1)" of=/dev/null bs=8M 2>&1 | tail -1 | tee -a "$LOG"
+# what the job must also do: write its output into fresh /dev/shm pages. The write limit (dd from /dev/zero into
+# 16 new files) and the copy limit (dd of the 64 input files into 64 new files: the identity job's floor), twice each
+log "machine: dd writes 12.9 GB into 16 new /dev/shm files from 16 processes, and copies the 64 files into new ones"
+for r in 1 2; do
+  python3 - /dev/shm/base-none <<'EOF' 2>&1 | tee -a "$LOG"
+import glob, os, subprocess, sys, time
+files = sorted(glob.glob(sys.argv[1] + '/*.parquet'))
+n = sum(os.path.getsize(f) for f in files)
+os.makedirs('/dev/shm/dd-out', exist_ok=True)
+each = n // 16 // (8 << 20)
+t0 = time.perf_counter()
+subprocess.run(['xargs', '-P16', '-I{}', 'dd', 'if=/dev/zero', 'of=/dev/shm/dd-out/w{}', 'bs=8M', f'count={each}', 'status=none'],
+               input='\n'.join(str(i) for i in range(16)).encode(), check=True)
+s = time.perf_counter() - t0
+w = 16 * each * (8 << 20)
+print(f"dd write, 16 processes into new files: {w} bytes in {s:.3f} s, {w / s / 1e9:.1f} GB/s")
+subprocess.run(['rm', '-rf', '/dev/shm/dd-out'], check=True)
+os.makedirs('/dev/shm/dd-out')
+t0 = time.perf_counter()
+subprocess.run(['xargs', '-P16', '-I{}', 'sh', '-c', 'dd if={} of=/dev/shm/dd-out/$(basename {}) bs=8M status=none'],
+               input='\n'.join(files).encode(), check=True)
+s = time.perf_counter() - t0
+print(f"dd copy, 16 processes, the 64 files into new files: {n} bytes in {s:.3f} s, {n / s / 1e9:.1f} GB/s read and written")
+subprocess.run(['rm', '-rf', '/dev/shm/dd-out'], check=True)
+EOF
+done
 python3 scripts/machine-limits.py "$(ls /dev/shm/base-none/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
 log "anchor: PinnedRead on the snappy set (the 64 files), 16 threads"
 "$J" -Xmx48g -cp ".stage/bench:$CP" PinnedRead /dev/shm/base-inc 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
@@ -88,5 +119,14 @@ run snappy-inc-long /dev/shm/long-inc "$CP"
 [ -n "$OLD" ] && run snappy-inc-long-old /dev/shm/long-inc "$CPOLD"
 run uncompressed-long-2 /dev/shm/long-none "$CP"
 run snappy-inc-long-2 /dev/shm/long-inc "$CP"
+# the read side alone, for 30 s and more: the uncompressed files READ_REPEAT times (hard links), through two more
+# pools, whose output is 1/96 of the input (2 KiB a volume), so the job writes almost nothing
+if [ "$READ_REPEAT" -gt 0 ]; then
+  mkdir -p /dev/shm/long-read
+  for f in /dev/shm/base-none/*.parquet; do
+    for r in $(seq 1 "$READ_REPEAT"); do ln "$f" "/dev/shm/long-read/$(basename "$f" .parquet)-r$r.parquet"; done
+  done
+  run uncompressed-read-bound /dev/shm/long-read "$CP" fused,avgpool3d,avgpool3d,avgpool3d
+fi
 rm -rf /dev/shm/long-* /dev/shm/base-*
 log "done"
