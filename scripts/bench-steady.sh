@@ -7,8 +7,9 @@
 #   REPEAT=6 (default): 393,216 volumes, 77 GB in, 52 GB out per run. (VOLS, DEVICE, J and CP: a small try elsewhere.)
 #   READ_REPEAT=N (default 0: none): one more run on the uncompressed files N times over (48: 3.1 million volumes,
 #   618 GB in) through fused,avgpool3d,avgpool3d,avgpool3d, whose output is 1/96 of its input: the read side alone.
-# Besides dd's reads, dd's writes into new /dev/shm files and its copies of the input files into new ones: the job
-# writes 2/3 of what it reads, and a copy is the floor of a job that reads and writes.
+# Besides dd's reads, dd's writes into new /dev/shm files and its copies of the input files into new ones (the job
+# writes 2/3 of what it reads, and a copy is the floor of a job that reads and writes), and WriteLimits: the job's
+# page writes by 16 threads of one JVM, which outrun dd's writes from /dev/zero.
 # Sets: uncompressed, and snappy of pages that hardly compress (bench-data.py --incompressible), both with
 # pyarrow (row groups of 128, no dictionary). The machine's limits in the same call: dd of 16 files from 16
 # processes, memcpy and read() by one thread; PinnedRead on the snappy set (64 files, warm). OLD=DIR alternates
@@ -109,6 +110,11 @@ subprocess.run(['rm', '-rf', '/dev/shm/dd-out'], check=True)
 EOF
 done
 python3 scripts/machine-limits.py "$(ls /dev/shm/base-none/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
+# the job's own way of writing, alone: 16 threads of one JVM write 30-byte headers and 131,076-byte pages into new
+# files, from a reused page and from a 64 MiB buffer (a batch's output, not in cache), without and with CRC-32
+log "machine: one JVM's 16 threads write 13.4 GB of pages into new /dev/shm files (io.volpool.bench.WriteLimits)"
+"$J" -XX:MaxDirectMemorySize=4g -cp "$CP" io.volpool.bench.WriteLimits /dev/shm/write-limits 16 800 2 2>&1 | tee -a "$LOG"
+rm -rf /dev/shm/write-limits
 log "anchor: PinnedRead on the snappy set (the 64 files), 16 threads"
 "$J" -Xmx48g -cp ".stage/bench:$CP" PinnedRead /dev/shm/base-inc 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
 
