@@ -6,8 +6,8 @@
 # separate files would be) and the pipeline is fused,avgpool3d, whose output is 2/3 of its input.
 #   REPEAT=6 (default): 393,216 volumes, 77 GB in, 52 GB out per run. (VOLS, DEVICE, J and CP: a small try elsewhere.)
 #   STAGING_AB="BYTES ..." (default none): after the other runs, the uncompressed set twice over with the default
-#   input staging chunk (8 MiB) alternated with each of these (-Dvolpool.cuda.stagingChunkBytes); STANDARD=0 skips
-#   the four standard runs (one uncompressed run still goes first, so no timed run writes the machine's first pages).
+#   input staging chunk (8 MiB) alternated with each of these (-Dvolpool.cuda.stagingChunkBytes); STANDARD=0 keeps
+#   only the first standard run (uncompressed, so that no compared run writes the machine's first pages).
 #   READ_REPEAT=N (default 0: none): one more run on the uncompressed files N times over (48: 3.1 million volumes,
 #   618 GB in) through fused,avgpool3d,avgpool3d,avgpool3d, whose output is 1/96 of its input: the read side alone.
 # Besides dd's reads, dd's writes into new /dev/shm files and its copies of the input files into new ones (the job
@@ -30,16 +30,15 @@ READ_REPEAT=${READ_REPEAT:-0}
 OLD=${OLD:-}
 STAGING_AB=${STAGING_AB:-}
 STANDARD=${STANDARD:-1}
-JOPTS=""
 VOLS=${VOLS:-65536}
 DEVICE=${DEVICE:-gpu}
 log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 
 run() {
-  local name=$1 in=$2 cp=$3 pipeline=${4:-fused,avgpool3d}
+  local name=$1 in=$2 cp=$3 pipeline=${4:-fused,avgpool3d} jopts=${5:-}
   rm -rf /dev/shm/o-steady
   log "volpool $name ($in, $pipeline)"
-  "$J" -Xmx8g $JAVA_OPENS $JOPTS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$cp" io.volpool.job.VolpoolMain \
+  "$J" -Xmx8g $JAVA_OPENS $jopts -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$cp" io.volpool.job.VolpoolMain \
     --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" \
     --conf spark.volpool.output=/dev/shm/o-steady --conf spark.volpool.pipeline="$pipeline" \
     --conf spark.volpool.device="$DEVICE" --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors \
@@ -136,12 +135,11 @@ fi
 # the input's pinned staging chunk: 8 MiB (the default) against smaller ones, which the GPU's copy may find in cache
 if [ -n "$STAGING_AB" ]; then
   for round in 1 2; do
-    for bytes in default $STAGING_AB; do
-      if [ "$bytes" = default ]; then JOPTS=""; else JOPTS="-Dvolpool.cuda.stagingChunkBytes=$bytes"; fi
-      run "uncompressed-staging-$bytes-r$round" /dev/shm/long-none "$CP"
+    run "uncompressed-staging-default-r$round" /dev/shm/long-none "$CP"
+    for bytes in $STAGING_AB; do
+      run "uncompressed-staging-$bytes-r$round" /dev/shm/long-none "$CP" fused,avgpool3d "-Dvolpool.cuda.stagingChunkBytes=$bytes"
     done
   done
-  JOPTS=""
 fi
 # the read side alone, for 30 s and more: the uncompressed files READ_REPEAT times (hard links), through two more
 # pools, whose output is 1/96 of the input (2 KiB a volume), so the job writes almost nothing

@@ -14,8 +14,8 @@
 // GB/s and CPU per GB are per GB of input (out: of the input whose 2/3 is written). Pinned slots are
 // allocated once, before any timing.
 //
-// Build and run on the GPU machine:
-//   nvcc -O2 -std=c++17 -o /tmp/staging-cache scripts/staging-cache.cu && /tmp/staging-cache /dev/shm/sc 16 512 16
+// Host code on the CUDA runtime, no kernels (so no .fatbin beside it). Build and run on the GPU machine:
+//   nvcc -O2 -std=c++17 -o /tmp/staging-cache scripts/staging-cache.cpp && /tmp/staging-cache /dev/shm/sc 16 512 16
 #include <cuda_runtime.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
     int slots;
   };
   const Way ways[] = {{"12 MiB x 2 (a batch)", 12u << 20, 2}, {"1 MiB x 4", 1u << 20, 4}, {"256 KiB x 4", 256u << 10, 4}};
-  const char* modes[] = {"", "in", "out", "", "mixed"};
+  const char* modes[] = {"", "in", "out", "mixed"};
   for (int mode : {1, 2, 3}) {
     for (int round = 0; round < 3; round++) {
       for (const Way& way : ways) {
@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
           double cpu = cpu_seconds() - c0;
           double gb = (double)n * (size / way.chunk) * way.chunk / 1e9;  // input bytes (out: the device bytes read)
           printf("round %d %-5s %-21s %2d thread(s): %.2f GB in %.3f s = %6.2f GB/s in, host CPU %.3f core-s per GB in\n",
-                 round, modes[mode == 3 ? 4 : mode], way.name, n, gb, wall, gb / wall, cpu / gb);
+                 round, modes[mode], way.name, n, gb, wall, gb / wall, cpu / gb);
           fflush(stdout);
         }
       }
