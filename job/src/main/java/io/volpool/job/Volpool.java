@@ -104,22 +104,47 @@ public final class Volpool {
    */
   public static void register(SparkSession spark) {
     for (SqlFunction f : Operators.sqlFunctions()) {
+      // the closures capture the function's name only: Spark serializes them into every task that reads a
+      // table (a file scan, unlike a local relation, is not evaluated on the driver), and an operator's
+      // SqlFunction and builder are not serializable; the task looks the function up by name
       String fn = f.name();
       int n = f.params().size();
       switch (n) {
         case 1 -> spark.udf().register(fn, (UDF3<byte[], scala.collection.Seq<Object>, Object, Row>)
-            (data, shape, a) -> run(f, data, shape, a), RESULT);
+            (data, shape, a) -> run(fn, data, shape, a), RESULT);
         case 2 -> spark.udf().register(fn, (UDF4<byte[], scala.collection.Seq<Object>, Object, Object, Row>)
-            (data, shape, a, b) -> run(f, data, shape, a, b), RESULT);
+            (data, shape, a, b) -> run(fn, data, shape, a, b), RESULT);
         case 3 -> spark.udf().register(fn, (UDF5<byte[], scala.collection.Seq<Object>, Object, Object, Object, Row>)
-            (data, shape, a, b, c) -> run(f, data, shape, a, b, c), RESULT);
+            (data, shape, a, b, c) -> run(fn, data, shape, a, b, c), RESULT);
         case 4 -> spark.udf().register(fn, (UDF6<byte[], scala.collection.Seq<Object>, Object, Object, Object, Object,
-            Row>) (data, shape, a, b, c, d) -> run(f, data, shape, a, b, c, d), RESULT);
+            Row>) (data, shape, a, b, c, d) -> run(fn, data, shape, a, b, c, d), RESULT);
         case 5 -> spark.udf().register(fn, (UDF7<byte[], scala.collection.Seq<Object>, Object, Object, Object, Object,
-            Object, Row>) (data, shape, a, b, c, d, e) -> run(f, data, shape, a, b, c, d, e), RESULT);
+            Object, Row>) (data, shape, a, b, c, d, e) -> run(fn, data, shape, a, b, c, d, e), RESULT);
         default -> throw new IllegalStateException(fn + " takes " + n + " arguments after data and shape; register"
             + " handles 1 to 5");
       }
+    }
+  }
+
+  /** Every operator's SQL functions by name, in the JVM that runs the call. */
+  private static final class Functions {
+    static final Map<String, SqlFunction> BY_NAME;
+
+    static {
+      Map<String, SqlFunction> m = new java.util.HashMap<>();
+      for (SqlFunction f : Operators.sqlFunctions()) {
+        m.put(f.name(), f);
+      }
+      BY_NAME = Map.copyOf(m);
+    }
+
+    static SqlFunction get(String name) {
+      SqlFunction f = BY_NAME.get(name);
+      if (f == null) {
+        throw new IllegalStateException("no volpool SQL function " + name + " in this JVM (known: " + BY_NAME.keySet()
+            + "); the executors run another volpool jar than the driver");
+      }
+      return f;
     }
   }
 
@@ -208,8 +233,8 @@ public final class Volpool {
    */
   private static final ThreadLocal<Last> LAST = new ThreadLocal<>();
 
-  private static Row run(SqlFunction f, byte[] data, scala.collection.Seq<Object> shape, Object... args) {
-    String fn = f.name();
+  private static Row run(String fn, byte[] data, scala.collection.Seq<Object> shape, Object... args) {
+    SqlFunction f = Functions.get(fn);
     if (data == null || shape == null) {
       return null;
     }

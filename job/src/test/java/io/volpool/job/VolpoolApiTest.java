@@ -47,6 +47,22 @@ class VolpoolApiTest {
         .add("dtype", "string").add("data", "binary"));
   }
 
+  /**
+   * The same rows as {@link #rows}, written as Parquet and read back: a file-backed table, whose
+   * plan runs in tasks on executors (an in-memory one is evaluated on the driver), so the functions'
+   * closures are serialized as on a cluster.
+   */
+  static Dataset<Row> parquetRows(Golden.Case c) {
+    try {
+      java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("volpool-api-" + c.name());
+      String path = dir.resolve("vols.parquet").toString();
+      rows(c).repartition(2).write().parquet(path);
+      return SparkTests.spark().read().parquet(path);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   /** The job's settings of the case: transform takes the same keys. */
   static Map<String, String> options(Golden.Case c) {
     return SparkTests.caseSettings(c);
@@ -72,7 +88,17 @@ class VolpoolApiTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("cases")
   void transformReproducesGoldenCase(Golden.Case c) {
-    Dataset<Row> out = Volpool.transform(rows(c), options(c));
+    transformReproduces(c, rows(c));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("cases")
+  void transformReproducesGoldenCaseOnAParquetTable(Golden.Case c) {
+    transformReproduces(c, parquetRows(c));
+  }
+
+  private void transformReproduces(Golden.Case c, Dataset<Row> in) {
+    Dataset<Row> out = Volpool.transform(in, options(c));
     assertThat(out.columns()).containsExactly("id", "tag", "shape", "dtype", "data");
     List<Row> got = out.collectAsList();
     for (Row r : got) {
@@ -99,9 +125,54 @@ class VolpoolApiTest {
 
   @Test
   void sqlFunctionsReproduceGoldenCases() {
+    sqlFunctionsReproduceGoldenCasesOn(VolpoolApiTest::rows);
+  }
+
+  @Test
+  void sqlFunctionsReproduceGoldenCasesOnParquetTables() {
+    sqlFunctionsReproduceGoldenCasesOn(VolpoolApiTest::parquetRows);
+  }
+
+  @Test
+  void callUdfRunsEveryFunctionOnAParquetTable() {
+    Volpool.register(SparkTests.spark());
+    Golden.Case c = Golden.get("avgpool_seed_small");
+    Dataset<Row> t = parquetRows(c);
+    long n = t.count();
+    org.apache.spark.sql.Column d = functions.col("data");
+    org.apache.spark.sql.Column s = functions.col("shape");
+    org.apache.spark.sql.Column three = functions.lit(3);
+    org.apache.spark.sql.Column two = functions.lit(2);
+    org.apache.spark.sql.Column one = functions.lit(1);
+    Map<String, org.apache.spark.sql.Column> calls = new java.util.LinkedHashMap<>();
+    calls.put("volpool_avgpool3d", functions.callUDF("volpool_avgpool3d", d, s, three, two, one));
+    calls.put("volpool_avgpool3d_full", functions.callUDF("volpool_avgpool3d_full", d, s, three, two, one,
+        functions.lit(false), functions.lit(true)));
+    calls.put("volpool_maxpool3d", functions.callUDF("volpool_maxpool3d", d, s, three, two, one));
+    calls.put("volpool_maxpool3d_full", functions.callUDF("volpool_maxpool3d_full", d, s, three, two, one,
+        functions.lit(1), functions.lit(false)));
+    Golden.Case fused = Golden.get("fused_seed");
+    calls.put("volpool_fused", null);
+    assertThat(calls.keySet()).as("every registered function is called here")
+        .containsExactlyInAnyOrderElementsOf(io.volpool.ops.Operators.sqlFunctions().stream()
+            .map(io.volpool.op.SqlFunction::name).toList());
+    for (var e : calls.entrySet()) {
+      Dataset<Row> table = e.getValue() == null ? parquetRows(fused) : t;
+      org.apache.spark.sql.Column call = e.getValue() == null
+          ? functions.callUDF("volpool_fused", d, s, functions.lit(fused.model().toString())) : e.getValue();
+      List<Row> got = table.select(functions.col("id"), call.getField("shape"), call.getField("data")).collectAsList();
+      assertThat(got).as(e.getKey()).hasSize((int) (e.getValue() == null ? table.count() : n));
+      for (Row r : got) {
+        assertThat(r.getList(1)).as(e.getKey()).hasSize(4);
+        assertThat(((byte[]) r.get(2)).length).as(e.getKey()).isPositive();
+      }
+    }
+  }
+
+  private void sqlFunctionsReproduceGoldenCasesOn(java.util.function.Function<Golden.Case, Dataset<Row>> table) {
     Volpool.register(SparkTests.spark());
     for (Golden.Case c : Golden.cases()) {
-      rows(c).createOrReplaceTempView("vols");
+      table.apply(c).createOrReplaceTempView("vols");
       String call;
       if (c.op().equals("avgpool3d")) {
         JsonNode a = c.avgParams();
@@ -120,7 +191,7 @@ class VolpoolApiTest {
       assertMatches(c, got, 1);
     }
     Golden.Case seed = Golden.get("avgpool_seed_small");
-    rows(seed).createOrReplaceTempView("vols");
+    table.apply(seed).createOrReplaceTempView("vols");
     assertThat(SparkTests.spark().sql("SELECT volpool_avgpool3d(data, shape, 3, 2, 1).shape FROM vols").first().getList(0))
         .as("the issue's example call").hasSize(4);
     assertThat(SparkTests.spark().sql("SELECT volpool_maxpool3d(data, shape, 3, 2, 1).shape FROM vols").first().getList(0))

@@ -349,7 +349,10 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
       Path attempt = getJobAttemptPath(context);
       if (fs.exists(attempt)) {
         for (org.apache.hadoop.fs.FileStatus task : fs.listStatus(attempt)) {
-          if (task.isDirectory()) {
+          // only committed tasks' folders: _temporary holds the attempts that never committed (a lost executor's,
+          // a losing speculative attempt's), whose files may be partial or duplicate a committed task's (Hadoop's
+          // own commit filters them the same way, by name)
+          if (task.isDirectory() && !task.getPath().getName().equals(PENDING_DIR_NAME)) {
             for (org.apache.hadoop.fs.FileStatus f : fs.listStatus(task.getPath())) {
               merge(fs, f, output);
             }
