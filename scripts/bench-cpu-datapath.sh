@@ -55,7 +55,7 @@ job() { # NAME INPUT PIPELINE
   log "volpool $name"
   t0=$(date +%s.%N)
   VOLPOOL_JAVA_OPTS=-Xmx8g "$root/scripts/volpool" --master "$master" --conf spark.volpool.input="$in" \
-    --conf spark.volpool.output="$shm/out" --conf spark.volpool.pipeline="$pipe" --conf spark.volpool.device=cpu \
+    --conf spark.volpool.output="$shm/out" --conf spark.volpool.pipeline="$pipe" --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 --conf spark.volpool.device=cpu \
     --conf spark.volpool.fused.weights="$root/conf/models/fused_seed.safetensors" >>"$LOG" 2>&1
   local rc=$?; t1=$(date +%s.%N)
   if [ -f "$shm/out/_volpool_summary.json" ]; then

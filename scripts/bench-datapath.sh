@@ -30,7 +30,7 @@ job() {
   log "volpool $name"
   "$J" -Xmx$heap ${JOB_JAVA_OPTS:-} $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "${JOB_CP:-$CP}" io.volpool.job.VolpoolMain \
     --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" --conf spark.volpool.output="$out" \
-    --conf spark.volpool.pipeline="$pipe" --conf spark.volpool.device="$dev" \
+    --conf spark.volpool.pipeline="$pipe" --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 --conf spark.volpool.device="$dev" \
     --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors "$@" >>"$LOG" 2>&1
   local rc=$?
   if [ -f "$out/_volpool_summary.json" ]; then

@@ -31,7 +31,7 @@ job() {
   local smi=$!
   python3 - "$LOG" "$J" -Xmx${HEAP:-64g} $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" \
     io.volpool.job.VolpoolMain --master "${MASTER:-local[16]}" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" \
-    --conf spark.volpool.output="$out" --conf spark.volpool.pipeline="$pipe" --conf spark.volpool.device=gpu \
+    --conf spark.volpool.output="$out" --conf spark.volpool.pipeline="$pipe" --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 --conf spark.volpool.device=gpu \
     --conf spark.volpool.output.mode=overwrite --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors "$@" <<'PY'
 import resource, subprocess, sys
 with open(sys.argv[1], "a") as log:

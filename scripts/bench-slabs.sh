@@ -41,8 +41,8 @@ PY
   run to-parquet "$work/ref-rows" --conf spark.volpool.input="$work/ref-npy" --conf spark.volpool.input.format=npy \
     --conf spark.volpool.output.format=parquet --conf spark.volpool.pipeline=identity
 fi
-run avgpool-whole "$work/out-whole" --conf spark.volpool.input="$work/ref-rows" --conf spark.volpool.pipeline=avgpool3d
-run avgpool-slabs-64m "$work/out-slabs" --conf spark.volpool.input="$work/ref-rows" --conf spark.volpool.pipeline=avgpool3d \
+run avgpool-whole "$work/out-whole" --conf spark.volpool.input="$work/ref-rows" --conf spark.volpool.pipeline=avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1
+run avgpool-slabs-64m "$work/out-slabs" --conf spark.volpool.input="$work/ref-rows" --conf spark.volpool.pipeline=avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 \
   --conf spark.volpool.memory.budget=64m
 python3 "$root/scripts/output-checksum.py" "$work/out-whole" > "$work/whole.sum"
 python3 "$root/scripts/output-checksum.py" "$work/out-slabs" > "$work/slabs.sum"
@@ -50,5 +50,5 @@ cmp "$work/whole.sum" "$work/slabs.sum" && echo "outputs identical: $(head -c 80
 if [ ! -d "$work/big-rows" ]; then
   python3 "$root/examples/volumes_across_rows.py" write "$work/big-rows" 9 1024 256 256 16 > "$work/big.digest"
 fi
-run big-across-rows-256m "$work/out-big" --conf spark.volpool.input="$work/big-rows" --conf spark.volpool.pipeline=avgpool3d \
+run big-across-rows-256m "$work/out-big" --conf spark.volpool.input="$work/big-rows" --conf spark.volpool.pipeline=avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 \
   --conf spark.volpool.memory.budget=256m --conf spark.volpool.output.rowBytes=64m

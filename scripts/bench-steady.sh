@@ -40,7 +40,7 @@ run() {
   log "volpool $name ($in, $pipeline)"
   "$J" -Xmx8g $JAVA_OPENS $jopts -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$cp" io.volpool.job.VolpoolMain \
     --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" \
-    --conf spark.volpool.output=/dev/shm/o-steady --conf spark.volpool.pipeline="$pipeline" \
+    --conf spark.volpool.output=/dev/shm/o-steady --conf spark.volpool.pipeline="$pipeline" --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 \
     --conf spark.volpool.device="$DEVICE" --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors \
     >>"$LOG" 2>&1
   local rc=$?

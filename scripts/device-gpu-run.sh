@@ -52,7 +52,7 @@ if [ "$what" = warm ]; then
   t0=$(date +%s.%N)
   volpool_make_archive "$J" "$CPALL" "$ARCH" "-Xmx48g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties" -- \
     --master 'local[16]' --conf spark.ui.enabled=false --conf spark.volpool.input=/dev/shm/train-vols \
-    --conf spark.volpool.output=/dev/shm/train-out --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d \
+    --conf spark.volpool.output=/dev/shm/train-out --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 \
     --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors
   echo "== class archive: rc=$? $(python3 -c "print(round($(date +%s.%N)-$t0,1))") s, $(du -m $ARCH | cut -f1) MiB" | tee -a "$OUT/warm.log"
   tail -3 "$ARCH.log" >> "$OUT/warm.log"
@@ -63,7 +63,7 @@ if [ "$what" = warm ]; then
     rm -rf /dev/shm/train-out
     volpool_make_archive "$J" "$CPOLD" "$ARCH.old" "-Xmx48g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties" -- \
       --master 'local[16]' --conf spark.ui.enabled=false --conf spark.volpool.input=/dev/shm/train-vols \
-      --conf spark.volpool.output=/dev/shm/train-out --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d \
+      --conf spark.volpool.output=/dev/shm/train-out --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 \
       --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors
     echo "== class archive of $WARM_AB: rc=$?" | tee -a "$OUT/warm.log"
   fi
@@ -72,7 +72,7 @@ if [ "$what" = warm ]; then
     # shellcheck disable=SC2086
     "$J" -Xmx48g $1 $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "${3:-$CPALL}" io.volpool.job.VolpoolMain \
       --master 'local[16]' --conf spark.volpool.input=/dev/shm/warm-vols --conf spark.volpool.output=/dev/shm/warm-out \
-      --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.output.mode=overwrite \
+      --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 --conf spark.volpool.output.mode=overwrite \
       --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors --conf spark.ui.enabled=false \
       --conf spark.volpool.gpu.pinnedPool.size=$2 > /tmp/warm.log 2>&1
   }
@@ -114,7 +114,7 @@ if [ "$what" = e2e ]; then
     dev=${run%%:*}; pipe=${run#*:}
     "$J" -Xmx48g $OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CPALL" io.volpool.job.VolpoolMain \
       --master 'local[16]' --conf spark.volpool.input=/tmp/vols --conf spark.volpool.output=/tmp/out-$dev \
-      --conf spark.volpool.device=$dev --conf spark.volpool.pipeline=$pipe --conf spark.volpool.output.mode=overwrite \
+      --conf spark.volpool.device=$dev --conf spark.volpool.pipeline=$pipe --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 --conf spark.volpool.output.mode=overwrite \
       --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors --conf spark.ui.enabled=false \
       --conf spark.sql.files.maxPartitionBytes=134217728 2>&1 | tee -a "$OUT/e2e.log" | grep -E "summary|backend|pipeline  |volumes  |wall|throughput|FAILED|WARN"
   done

@@ -30,6 +30,16 @@ public final class RunStatus {
   }
 
   static void write(JobSettings s, SparkConf conf, int code, String message, String appId, PrintStream err) {
+    write(s, conf, code, message, appId, null, err);
+  }
+
+  /**
+   * Writes the status of a run that started at {@code startedAt} (null: any time). A failed run does not
+   * replace the status of a run that succeeded after it started: the output and its status then
+   * belong to that run (two runs raced for one output and the other won).
+   */
+  static void write(JobSettings s, SparkConf conf, int code, String message, String appId, Instant startedAt,
+      PrintStream err) {
     String scheme = new Path(s.output()).toUri().getScheme();
     if (scheme != null && io.volpool.job.io.ObjectStoreCommit.refusedScheme(scheme)) {
       // such an output is refused before any work: there is no run to report beside it
@@ -58,11 +68,32 @@ public final class RunStatus {
             + " does not exist");
         return;
       }
-      try (OutputStream os = fs.create(p, true)) {
-        os.write(json);
+      if (code != 0 && startedAt != null && fs.exists(p)) {
+        Map<?, ?> old = read(p, hc);
+        Object at = old.get("finished_at");
+        if ("succeeded".equals(old.get("status")) && at != null && Instant.parse(at.toString()).isAfter(startedAt)) {
+          err.println("volpool: the run's status was not written: " + p + " is the status of the run that committed "
+              + fs.makeQualified(out) + " (application " + old.get("application_id") + ", finished " + at + ")");
+          return;
+        }
+      }
+      // written beside and renamed into place: a full disk leaves the old status (or none), never an empty file
+      Path tmp = new Path(p.getParent(), p.getName() + "." + java.util.UUID.randomUUID() + ".tmp");
+      try {
+        try (OutputStream os = fs.create(tmp, false)) {
+          os.write(json);
+        }
+        if (fs.exists(p)) {
+          fs.delete(p, false);
+        }
+        if (!fs.rename(tmp, p)) {
+          throw new java.io.IOException("could not rename " + tmp + " to " + p);
+        }
+      } finally {
+        fs.delete(tmp, false);
       }
     } catch (Exception e) {
-      err.println("volpool: WARNING: could not write the run status beside " + s.output() + ": " + e);
+      err.println("volpool: WARNING: could not write the run status beside " + s.output() + ": " + e.getMessage());
     }
   }
 

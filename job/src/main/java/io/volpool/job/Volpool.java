@@ -178,12 +178,16 @@ public final class Volpool {
         }
 
         @Override
-        public byte[] readFile(String path) throws IOException {
+        public byte[] readFile(String path, io.volpool.op.OperatorInputs.HeadCheck check) throws IOException {
           try {
             Path hp = new Path(path);
             FileSystem fs = hp.getFileSystem(new org.apache.hadoop.conf.Configuration());
+            long length = fs.getFileStatus(hp).getLen();
+            try (InputStream head = fs.open(hp)) {
+              check.check(head, length);
+            }
             try (InputStream in = fs.open(hp)) {
-              return in.readAllBytes();
+              return in.readNBytes((int) Math.min(length, Integer.MAX_VALUE - 64));
             }
           } catch (IOException e) {
             throw new IOException(f.name() + ": cannot read " + path + ": " + e.getMessage(), e);

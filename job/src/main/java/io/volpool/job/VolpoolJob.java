@@ -88,7 +88,7 @@ public final class VolpoolJob {
       }
 
       @Override
-      public byte[] readFile(ConfKey<String> key, String role, String why) throws IOException {
+      public byte[] readFile(ConfKey<String> key, String role, String why, HeadCheck check) throws IOException {
         String v = key.get(s.values());
         if (v == null) {
           throw new SettingsException("missing setting " + key.key() + ": " + why);
@@ -104,9 +104,17 @@ public final class VolpoolJob {
         if (fs.getFileStatus(p).isDirectory()) {
           throw new SettingsException(key.key() + "=" + p + " is a folder; name the file itself");
         }
+        long length = fs.getFileStatus(p).getLen();
+        try (InputStream head = fs.open(p)) {
+          check.check(head, length);
+        }
         byte[] bytes;
         try (InputStream in = fs.open(p)) {
-          bytes = in.readAllBytes();
+          bytes = in.readNBytes((int) Math.min(length, Integer.MAX_VALUE - 64));
+        }
+        if (bytes.length != length) {
+          throw new IOException(key.key() + "=" + p + ": the file changed while it was read (" + length + " bytes listed, "
+              + bytes.length + " read)");
         }
         provenance.put("volpool." + role + ".sha256", sha256(bytes));
         provenance.put("volpool." + role, v);

@@ -44,15 +44,91 @@ public final class VolpoolMain {
   private VolpoolMain() {}
 
   public static void main(String[] args) {
+    Signals.install();
     int code = run(args, System.out, System.err);
     Backends.closeAll();
+    if (Signals.caught() != null) {
+      // the JVM is already shutting down (exiting with the signal's code); System.exit would block for ever
+      Signals.done();
+      return;
+    }
     System.exit(code);
+  }
+
+  /**
+   * SIGINT, SIGTERM and SIGHUP while the job runs: the JVM exits with 128 + the signal's number, as a
+   * shell reports it, and the run's status file says so (not the failure the stopped Spark context
+   * causes). Spark's shutdown hook stops the context; a hook of ours waits (up to 20 s) for the main
+   * thread to write the status before the JVM exits.
+   */
+  static final class Signals {
+    private static volatile sun.misc.Signal caught;
+    private static final java.util.concurrent.CountDownLatch DONE = new java.util.concurrent.CountDownLatch(1);
+
+    static void install() {
+      for (String name : new String[] {"INT", "TERM", "HUP"}) {
+        try {
+          sun.misc.Signal sig = new sun.misc.Signal(name);
+          sun.misc.SignalHandler[] previous = new sun.misc.SignalHandler[1];
+          previous[0] = sun.misc.Signal.handle(sig, s -> {
+            caught = s;
+            if (previous[0] != null && previous[0] != sun.misc.SignalHandler.SIG_IGN
+                && previous[0] != sun.misc.SignalHandler.SIG_DFL) {
+              previous[0].handle(s);
+            } else {
+              System.exit(128 + s.getNumber());
+            }
+          });
+        } catch (IllegalArgumentException e) {
+          // a signal this platform or JVM (-Xrs) does not let us handle
+        }
+      }
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        Running r = running;
+        if (caught == null && r != null) {
+          // neither a signal nor the end of main: Spark's handler of a fatal error in a task is exiting the JVM
+          int code = 50; // Spark's code for an uncaught error; its 52 (out of memory) cannot be told apart from here
+          String why = "Spark's handler of a fatal error in a task exited the JVM while the job ran (Spark's exit code "
+              + "50 for an uncaught error, 52 when a JVM ran out of memory; the error is in the log above); no output was"
+              + " written";
+          r.err().println("volpool: FAILED: " + why);
+          RunStatus.write(r.settings(), r.conf(), code, why, r.appId(), r.started(), r.err());
+        }
+        if (caught != null) {
+          try {
+            DONE.await(20, java.util.concurrent.TimeUnit.SECONDS);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }, "volpool-status-on-signal"));
+    }
+
+    /** The run in progress, for a status written as the JVM exits under it. */
+    record Running(JobSettings settings, SparkConf conf, String appId, java.time.Instant started, PrintStream err) {}
+
+    private static volatile Running running;
+
+    static void running(Running r) {
+      running = r;
+    }
+
+    /** The signal that is stopping the JVM, or null. */
+    static sun.misc.Signal caught() {
+      return caught;
+    }
+
+    static void done() {
+      DONE.countDown();
+    }
   }
 
   /** Runs the job as {@link #main} would, returning the exit code instead of exiting. */
   public static int run(String[] args, PrintStream out, PrintStream err) {
     SparkConf conf = null;
     JobSettings settings = null;
+    java.time.Instant started = java.time.Instant.now();
+    String[] appId = new String[1];
     try {
       Map<String, String> flags = new LinkedHashMap<>();
       String propsFile = null;
@@ -140,9 +216,12 @@ public final class VolpoolMain {
       // would outlive the run (Volpool.transform takes the session's spark.volpool.* as its defaults)
       SparkSession spark = ours ? org.apache.spark.sql.classic.SparkSession.builder().config(conf).getOrCreate()
           : org.apache.spark.sql.classic.SparkSession.active();
+      appId[0] = spark.sparkContext().applicationId();
+      Signals.running(new Signals.Running(settings, conf, appId[0], started, err));
       try {
         RunSummary summary = VolpoolJob.run(spark, settings);
         out.print(summary.toText());
+        Signals.running(null);
         RunStatus.write(settings, conf, EXIT_OK, "succeeded: " + summary.volumesIn() + " volumes in, " + summary.volumesOut()
             + " out", spark.sparkContext().applicationId(), err);
         return EXIT_OK;
@@ -152,15 +231,27 @@ public final class VolpoolMain {
         }
       }
     } catch (Throwable t) {
+      Signals.running(null);
       java.io.ByteArrayOutputStream said = new java.io.ByteArrayOutputStream();
-      int code = report(t, new PrintStream(new TeeStream(err, said), true, StandardCharsets.UTF_8));
+      int code;
+      sun.misc.Signal signal = Signals.caught();
+      if (signal != null) {
+        code = 128 + signal.getNumber();
+        err.println("volpool: FAILED: stopped by SIG" + signal.getName() + (signal.getName().equals("INT") ? " (Ctrl-C)"
+            : "") + " while the job ran (exit code " + code + "); no output was written (the next run on this output"
+            + " removes what this one staged)");
+        said.writeBytes(("volpool: FAILED: stopped by SIG" + signal.getName() + " while the job ran").getBytes(
+            StandardCharsets.UTF_8));
+      } else {
+        code = report(t, new PrintStream(new TeeStream(err, said), true, StandardCharsets.UTF_8));
+      }
       String first = said.toString(StandardCharsets.UTF_8).lines().findFirst().orElse("volpool: FAILED");
       boolean overlap = false;
       for (Throwable c = t; c != null; c = c.getCause()) {
         overlap |= c instanceof io.volpool.job.io.PathOverlap.OverlapException;
       }
       if (settings != null && !overlap) {
-        RunStatus.write(settings, conf, code, first.replaceFirst("^volpool: FAILED: ", ""), null, err);
+        RunStatus.write(settings, conf, code, first.replaceFirst("^volpool: FAILED: ", ""), appId[0], started, err);
       }
       return code;
     }
@@ -305,6 +396,14 @@ public final class VolpoolMain {
         return EXIT_FAILED;
       }
     }
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      String io = ioFailure(c);
+      if (io != null) {
+        err.println("volpool: FAILED: " + io + "; no output was written. Free space or point the path elsewhere, then"
+            + " rerun (the next run removes what this one staged)");
+        return EXIT_FAILED;
+      }
+    }
     String text = String.valueOf(t.getMessage());
     Matcher m = BAD_RECORD.matcher(text);
     if (m.find()) {
@@ -321,6 +420,46 @@ public final class VolpoolMain {
         + " else report it with the log");
     t.printStackTrace(err);
     return EXIT_FAILED;
+  }
+
+  /**
+   * A file-system failure said in one line naming the path and its filesystem's free space (a full
+   * disk, a read-only or missing folder, a denied permission), or null when {@code c} is none.
+   */
+  static String ioFailure(Throwable c) {
+    String path = null;
+    if (c instanceof java.nio.file.FileSystemException f) {
+      path = f.getFile();
+    }
+    String msg = String.valueOf(c.getMessage());
+    boolean full = msg.contains("No space left on device") || msg.contains("Disk quota exceeded");
+    if (path == null && !full) {
+      return null;
+    }
+    if (path == null) {
+      java.util.regex.Matcher m = Pattern.compile("(/[^\s:()]+)").matcher(msg);
+      path = m.find() ? m.group(1) : null;
+    }
+    StringBuilder sb = new StringBuilder(full ? "the disk is full" : "a file operation failed");
+    if (path != null) {
+      sb.append(" writing or reading ").append(path);
+      java.io.File dir = new java.io.File(path);
+      while (dir != null && !dir.exists()) {
+        dir = dir.getParentFile();
+      }
+      if (dir != null) {
+        try {
+          java.nio.file.FileStore store = Files.getFileStore(dir.toPath());
+          sb.append(" (filesystem ").append(store.name()).append(" ").append(store.type()).append(", ")
+              .append(store.getUsableSpace() >> 20).append(" MiB free of ").append(store.getTotalSpace() >> 20)
+              .append(" MiB)");
+        } catch (IOException | RuntimeException e) {
+          // the filesystem's figures are extra
+        }
+      }
+    }
+    sb.append(": ").append(c.getClass().getSimpleName()).append(": ").append(msg.lines().findFirst().orElse(""));
+    return sb.toString();
   }
 
   /** The message of {@code t}, or its type when it has none (never "null"). */

@@ -60,6 +60,14 @@ final class ScratchMap implements AutoCloseable {
   }
 
   private static MappedByteBuffer map(File f, long bytes) {
+    // a mapping of a sparse file gets its blocks as it is written: on a full disk that is a SIGBUS, so the room
+    // is checked first (another writer may still take it meanwhile; the task then fails naming the same folder)
+    long free = f.getParentFile() == null ? Long.MAX_VALUE : f.getParentFile().getUsableSpace();
+    if (free > 0 && free < bytes) {
+      throw new IllegalStateException(("a scratch file of " + (bytes >> 20) + " MiB does not fit"
+          + " in " + f.getParentFile() + ", which has " + (free >> 20) + " MiB free: spark.local.dir (the executor's local"
+          + " directories) is too small for this volume's slabs; give it room or point spark.local.dir at a larger disk"));
+    }
     try (FileChannel ch = FileChannel.open(f.toPath(), StandardOpenOption.CREATE, StandardOpenOption.READ,
         StandardOpenOption.WRITE)) {
       return ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes);

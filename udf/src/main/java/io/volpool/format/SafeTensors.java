@@ -43,6 +43,61 @@ public final class SafeTensors {
     this.metadata = Collections.unmodifiableMap(metadata);
   }
 
+  /** The largest file read as a model: one Java array holds it. */
+  public static final long MAX_FILE_BYTES = Integer.MAX_VALUE - 64;
+
+  /**
+   * Checks a safetensors file from its head and its length before it is read whole: the header
+   * length, the header itself, and that its tensors end exactly where the file does (the format's
+   * own rule), so a file of another kind or size is refused after at most the header is read.
+   *
+   * @param head the file from its first byte (read up to the end of the header)
+   * @param length the file's length in bytes as its filesystem reports it
+   * @throws TensorFormatException naming the file and the rule broken
+   */
+  public static void checkHead(java.io.InputStream head, long length, String name) throws java.io.IOException {
+    byte[] len = head.readNBytes(8);
+    if (len.length < 8) {
+      throw err(name, "file is " + len.length + " bytes, too short for the 8-byte header length");
+    }
+    long headerLen = ByteBuffer.wrap(len).order(ByteOrder.LITTLE_ENDIAN).getLong();
+    if (headerLen < 2 || headerLen > MAX_HEADER_BYTES) {
+      throw err(name, "header length " + headerLen + " is outside 2.." + MAX_HEADER_BYTES + " bytes");
+    }
+    if (8 + headerLen > length) {
+      throw err(name, "header length " + headerLen + " runs past the end of the file (" + length + " bytes)");
+    }
+    byte[] header = head.readNBytes((int) headerLen);
+    if (header.length < headerLen) {
+      throw err(name, "header length " + headerLen + " runs past the end of the file (" + (8 + header.length) + " bytes)");
+    }
+    JsonNode root;
+    try {
+      root = JSON.readTree(header);
+    } catch (JsonProcessingException e) {
+      throw err(name, "header is not valid JSON: " + e.getOriginalMessage());
+    }
+    if (root == null || !root.isObject()) {
+      throw err(name, "header is not a JSON object");
+    }
+    long end = 0;
+    for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> e = it.next();
+      JsonNode offs = e.getValue().path("data_offsets");
+      if (!e.getKey().equals("__metadata__") && offs.isArray() && offs.size() == 2 && offs.get(1).canConvertToLong()) {
+        end = Math.max(end, offs.get(1).asLong());
+      }
+    }
+    long expected = 8 + headerLen + end;
+    if (expected != length) {
+      throw err(name, "its header's tensors end at byte " + expected + " but the file holds " + length + " bytes"
+          + " (the tensors must fill the data section exactly)");
+    }
+    if (length > MAX_FILE_BYTES) {
+      throw err(name, "file is " + length + " bytes, more than the " + MAX_FILE_BYTES + " a model may have here");
+    }
+  }
+
   /**
    * Parses a whole safetensors file.
    *

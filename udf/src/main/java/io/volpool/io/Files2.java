@@ -54,7 +54,14 @@ public final class Files2 {
   public static InputFile parquet(Path p, Configuration conf) throws IOException {
     if ("file".equals(p.toUri().getScheme()) || (p.toUri().getScheme() == null
         && "file".equals(p.getFileSystem(conf).getScheme()))) {
-      return new LocalInputFile(local(p.getFileSystem(conf).makeQualified(p)));
+      java.nio.file.Path path = local(p.getFileSystem(conf).makeQualified(p));
+      // named by its path in parquet's own messages ("... is not a Parquet file"), not by Object.toString
+      return new LocalInputFile(path) {
+        @Override
+        public String toString() {
+          return path.toString();
+        }
+      };
     }
     return HadoopInputFile.fromPath(p, conf);
   }

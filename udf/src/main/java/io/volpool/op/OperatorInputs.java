@@ -15,5 +15,15 @@ public interface OperatorInputs {
    *
    * @throws io.volpool.conf.SettingsException when the setting is missing, the file is absent or a folder
    */
-  byte[] readFile(ConfKey<String> key, String role, String why) throws IOException;
+  byte[] readFile(ConfKey<String> key, String role, String why, HeadCheck check) throws IOException;
+
+  /**
+   * Checks a file from its first bytes and its length before it is read whole, so that a file that
+   * is not of its format (a 20 GB image, {@code /dev/zero}) is refused instead of filling the heap.
+   */
+  @FunctionalInterface
+  interface HeadCheck {
+    /** Throws naming the rule when the file that starts with {@code head} and holds {@code length} bytes is unusable. */
+    void check(java.io.InputStream head, long length) throws IOException;
+  }
 }

@@ -26,8 +26,8 @@ public record SqlFunction(String name, List<String> params, String doc, Builder 
 
     String stringArg(int i);
 
-    /** The bytes of the file at {@code path} (a Hadoop path). */
-    byte[] readFile(String path) throws IOException;
+    /** The bytes of the file at {@code path} (a Hadoop path), after {@code check} accepted its head. */
+    byte[] readFile(String path, OperatorInputs.HeadCheck check) throws IOException;
   }
 
   /** The call's signature for docs, e.g. {@code volpool_maxpool3d(data, shape, kernel_size, stride, padding)}. */

@@ -60,10 +60,11 @@ public final class Operators {
   public static List<String> stageNames(java.util.Map<String, String> values) {
     String v = PIPELINE.get(values);
     List<String> out = new ArrayList<>();
-    for (String s : v.split(",")) {
+    for (String s : v.split(",", -1)) {
       String t = s.trim().toLowerCase(Locale.ROOT);
       if (t.isEmpty()) {
-        continue;
+        throw new SettingsException(PIPELINE.key() + " has an empty stage in '" + v + "'; list stages separated by"
+            + " single commas, e.g. fused,avgpool3d");
       }
       if (!t.equals(IDENTITY) && named(t) == null) {
         throw new SettingsException(PIPELINE.key() + " takes a comma list of "

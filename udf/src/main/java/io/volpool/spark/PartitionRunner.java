@@ -120,6 +120,13 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
         if (pending == null && !done) {
           try {
             pending = runner.next();
+          } catch (InternalError | RuntimeException e) {
+            if (MappedFaults.isMappedFault(e)) {
+              org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+              throw MappedFaults.explain(e, plan, conf.value().get(),
+                  env == null ? null : env.blockManager().diskBlockManager().localDirs());
+            }
+            throw e;
           } catch (OutOfMemoryError e) {
             // fatal errors make Spark exit the JVM with code 52 and no word of why: say it, and fail the task instead
             throw new IllegalStateException("task ran out of JVM heap (" + e.getMessage() + ") with "

@@ -138,6 +138,19 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
 
       @Override
       public void write(Void key, BatchRunner.Finished f) throws IOException {
+        try {
+          writeBatch(f);
+        } catch (InternalError | IOException | RuntimeException e) {
+          if (MappedFaults.isMappedFault(e)) {
+            // the batch's output planes are in a mapped scratch file (a slabbed volume's) that could not get its blocks
+            org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+            throw MappedFaults.explain(e, null, conf, env == null ? null : env.blockManager().diskBlockManager().localDirs());
+          }
+          throw e;
+        }
+      }
+
+      private void writeBatch(BatchRunner.Finished f) throws IOException {
         state = f.task();
         if (spec.isNpy() && f.planes() != null) {
           // volumes stored across rows: one .npy per volume, named by its id, filled as its rows come

@@ -82,6 +82,15 @@ public final class JobSettings {
         }
       }
     }
+    for (Map.Entry<String, String> e : values.entrySet()) {
+      if (e.getValue().isEmpty()) {
+        // a script's unset variable (--conf spark.volpool.pipeline=$P) must not quietly run the default
+        ConfKey<?> declared = Operators.settings().stream().filter(c -> c.key().equals(e.getKey())).findFirst().orElse(null);
+        throw new SettingsException(e.getKey() + " is set to an empty value; give it a value"
+            + (declared != null && declared.defaultValue() != null ? " or remove the setting for its default ("
+                + declared.defaultValue() + ")" : declared != null ? " or remove the setting" : ""));
+      }
+    }
     for (String k : values.keySet()) {
       if (VolpoolOptions.RENAMED.containsKey(k)) {
         throw new SettingsException("setting " + k + " no longer exists; use " + VolpoolOptions.RENAMED.get(k));
@@ -131,7 +140,14 @@ public final class JobSettings {
         best = k.key();
       }
     }
-    return bestDistance <= 3 ? best : null;
+    if (bestDistance <= 3) {
+      return best;
+    }
+    // a shortened name (spark.volpool.avgpool3d.kernel): the one key of the same area that starts with it
+    String lower = key.toLowerCase(Locale.ROOT);
+    List<String> longer = Operators.settings().stream().map(ConfKey::key)
+        .filter(k -> k.toLowerCase(Locale.ROOT).startsWith(lower) && k.lastIndexOf('.') == key.lastIndexOf('.')).toList();
+    return longer.size() == 1 ? longer.get(0) : null;
   }
 
   static int distance(String a, String b) {

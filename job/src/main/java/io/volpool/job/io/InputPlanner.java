@@ -110,11 +110,23 @@ public final class InputPlanner {
       return out;
     }
     java.util.ArrayDeque<Path> dirs = new java.util.ArrayDeque<>(List.of(dir));
+    // folders by their real path: a symbolic link to a folder already listed (a cycle such as sub/loop -> .., or a
+    // second path to the same files) would read its volumes again, without end for a cycle
+    java.util.Map<java.nio.file.Path, Path> seen = new java.util.HashMap<>();
+    seen.put(realPath(fs, dir), dir);
     while (!dirs.isEmpty()) {
       RemoteIterator<FileStatus> it = fs.listStatusIterator(dirs.pop());
       while (it.hasNext()) {
         FileStatus f = it.next();
         if (f.isDirectory()) {
+          java.nio.file.Path real = realPath(fs, f.getPath());
+          Path before = seen.putIfAbsent(real, f.getPath());
+          if (before != null) {
+            throw new io.volpool.io.CorruptInputException("input folder " + dir + ": " + f.getPath().toUri().getPath()
+                + " is a symbolic link to " + real + ", a folder the input already holds as " + before.toUri().getPath()
+                + " (a cycle, or a second path to the same files), so its volumes would be read more than once; remove"
+                + " the link or point " + io.volpool.conf.VolpoolOptions.INPUT.key() + " elsewhere");
+          }
           dirs.push(f.getPath());
         } else {
           out.add(f);
@@ -122,6 +134,10 @@ public final class InputPlanner {
       }
     }
     return out;
+  }
+
+  private static java.nio.file.Path realPath(FileSystem fs, Path p) throws IOException {
+    return io.volpool.io.Files2.local(fs.makeQualified(p)).toRealPath();
   }
 
   static String relative(String base, String path) {
@@ -264,13 +280,33 @@ public final class InputPlanner {
     }
   }
 
+  /** The codecs volpool reads Parquet pages of (parquet-java's own, without Hadoop's native libraries). */
+  static final java.util.Set<org.apache.parquet.hadoop.metadata.CompressionCodecName> READABLE = java.util.EnumSet.of(
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.UNCOMPRESSED,
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.SNAPPY,
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.GZIP,
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.ZSTD,
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.LZ4,
+      org.apache.parquet.hadoop.metadata.CompressionCodecName.LZ4_RAW);
+
   private static ParquetMetadata footer(FileStatus f, Configuration conf) {
+    ParquetMetadata footer;
     try (ParquetFileReader r = io.volpool.io.Files2.openParquet(f.getPath(), conf)) {
-      return r.getFooter();
+      footer = r.getFooter();
     } catch (IOException | RuntimeException e) {
       throw new io.volpool.io.CorruptInputException(f.getPath() + ": not a readable Parquet file ("
           + String.valueOf(e.getMessage()).lines().findFirst().orElse("") + "); every file in a Parquet input folder"
           + " must be Parquet (move other files out, or name them _x or .x to hide them)");
     }
+    for (BlockMetaData b : footer.getBlocks()) {
+      for (org.apache.parquet.hadoop.metadata.ColumnChunkMetaData c : b.getColumns()) {
+        if (!READABLE.contains(c.getCodec())) {
+          throw new io.volpool.io.CorruptInputException(f.getPath() + ": column " + c.getPath().toDotString()
+              + " is compressed with " + c.getCodec() + ", which volpool cannot read (it reads " + READABLE + "); rewrite"
+              + " the file with one of those (pyarrow: compression='zstd' or 'snappy')");
+        }
+      }
+    }
+    return footer;
   }
 }

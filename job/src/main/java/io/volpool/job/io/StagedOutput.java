@@ -313,6 +313,9 @@ public final class StagedOutput implements AutoCloseable {
     }
   }
 
+  /** How old a lock without its owner's record must be to be taken for a dead run's. */
+  static final long INCOMPLETE_LOCK_MILLIS = 5_000;
+
   static Path lockOf(Path out) {
     return new Path(out.getParent(), "." + out.getName() + ".volpool-commit.lock");
   }
@@ -339,13 +342,23 @@ public final class StagedOutput implements AutoCloseable {
     Properties p = new Properties();
     try {
       st = fs.getFileStatus(lock);
-      try (InputStream in = fs.open(lock)) {
-        p.load(in);
-      }
     } catch (java.io.FileNotFoundException e) {
       return Optional.of("released");
     }
+    try (InputStream in = fs.open(lock)) {
+      p.load(in);
+    } catch (java.io.FileNotFoundException e) {
+      return Optional.of("released");
+    } catch (IllegalArgumentException e) {
+      p.clear(); // not a lock this code wrote: judged as an empty one below
+    }
     long age = System.currentTimeMillis() - st.getModificationTime();
+    if (p.getProperty("host") == null || p.getProperty("pid") == null) {
+      // its owner writes the whole record as it creates the lock: one without it is the remains of a run that could
+      // not write it (a full disk) and died; a few seconds spare a run that is writing it right now
+      return age > INCOMPLETE_LOCK_MILLIS ? Optional.of("it is empty or unreadable (" + st.getLen() + " bytes; its owner"
+          + " could not write it, e.g. on a full disk)") : Optional.empty();
+    }
     if (host().equals(p.getProperty("host")) && p.getProperty("pid") != null) {
       try {
         long pid = Long.parseLong(p.getProperty("pid"));
@@ -523,8 +536,9 @@ public final class StagedOutput implements AutoCloseable {
     try {
       if (fs.exists(output)) {
         if (!overwrite) {
-          throw new ConcurrentCommitException("output " + output + " appeared while the job ran; the result stays in "
-              + staging);
+          throw new ConcurrentCommitException("output " + output + " appeared while the job ran (another run committed"
+              + " it); this run's result was discarded and the output is the other run's. Rerun with "
+              + io.volpool.conf.VolpoolOptions.MODE.key() + "=overwrite to replace it");
         }
         // move the old output aside in one rename, so a reader sees the old output, none, or the new one: never a part
         old = new Path(staging.getParent(), staging.getName() + REPLACED);
@@ -589,12 +603,25 @@ public final class StagedOutput implements AutoCloseable {
   private boolean createExclusive(Path p) throws IOException {
     byte[] text = lockText();
     if ("file".equals(fs.getScheme())) {
+      // the record is written beside, then linked into place (atomic and exclusive): a full disk leaves no empty lock
+      java.nio.file.Path target = io.volpool.io.Files2.local(fs.makeQualified(p));
+      java.nio.file.Path tmp = target.resolveSibling(target.getFileName() + "." + id + ".tmp");
       try {
-        Files.write(io.volpool.io.Files2.local(fs.makeQualified(p)), text, java.nio.file.StandardOpenOption.CREATE_NEW,
-            java.nio.file.StandardOpenOption.WRITE);
+        Files.write(tmp, text, java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
+        Files.createLink(target, tmp);
         return true;
       } catch (FileAlreadyExistsException e) {
         return false;
+      } catch (UnsupportedOperationException | java.nio.file.FileSystemException e) {
+        // a filesystem without hard links: exclusive create, then the record
+        try {
+          Files.write(target, text, java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
+          return true;
+        } catch (FileAlreadyExistsException e2) {
+          return false;
+        }
+      } finally {
+        Files.deleteIfExists(tmp);
       }
     }
     try (OutputStream os = fs.create(p, false)) {

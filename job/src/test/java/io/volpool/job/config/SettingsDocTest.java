@@ -42,11 +42,12 @@ class SettingsDocTest {
   @Test
   void defaultsAreValidAndTyped() throws Exception {
     JobSettings s = new JobSettings(Map.of("spark.volpool.input", "in", "spark.volpool.output", "out",
-        "spark.volpool.pipeline", "avgpool3d"));
+        "spark.volpool.pipeline", "avgpool3d", "spark.volpool.avgpool3d.kernelSize", "4"));
     assertThat(s.device()).isEqualTo("auto");
     assertThat(s.outputFormat()).isEqualTo("parquet");
+    // PyTorch's defaults: nn.AvgPool3d(4) is stride 4, padding 0
     assertThat(io.volpool.job.VolpoolJob.pipeline(s, new org.apache.hadoop.conf.Configuration()).stages().get(0).describe())
-        .isEqualTo("avgpool3d(kernel=3, stride=2, padding=1, ceil_mode=false, count_include_pad=true)");
+        .isEqualTo("avgpool3d(kernel=4, stride=4, padding=0, ceil_mode=false, count_include_pad=true)");
     assertThat(s.batchSize()).isZero();
     assertThat(s.overwrite()).isFalse();
     assertThat(s.effective()).containsEntry("spark.volpool.pipeline", "avgpool3d").containsEntry("spark.volpool.device", "auto");
@@ -62,8 +63,8 @@ class SettingsDocTest {
         .hasMessage("spark.volpool.batch.size must be at least 0, got -1");
     assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.avgpool3d.ceilMode", "yes")))
         .hasMessage("spark.volpool.avgpool3d.ceilMode must be true or false, got 'yes'");
-    assertThatThrownBy(() -> io.volpool.job.VolpoolJob.pipeline(new JobSettings(with(base, "spark.volpool.avgpool3d.padding",
-        "2")), new org.apache.hadoop.conf.Configuration()))
+    assertThatThrownBy(() -> io.volpool.job.VolpoolJob.pipeline(new JobSettings(with(with(base, "spark.volpool.avgpool3d.padding",
+        "2"), "spark.volpool.avgpool3d.kernelSize", "3")), new org.apache.hadoop.conf.Configuration()))
         .isInstanceOf(io.volpool.conf.SettingsException.class)
         .hasMessageContaining("spark.volpool.avgpool3d.*: avgpool3d: padding should be at most half of kernel_size");
     assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.cluster.resourceTimeout", "3 weeks")))

@@ -14,12 +14,13 @@ public final class AvgPool3d implements Operator {
   public static final AvgPool3d OPERATOR = new AvgPool3d();
 
   private static final String P = VolpoolOptions.PREFIX + AvgPool3dSpec.NAME + ".";
-  public static final ConfKey<Integer> KERNEL = ConfKey.integer(P + "kernelSize", "3", 1, Integer.MAX_VALUE,
-      "AvgPool3d kernel_size.");
-  public static final ConfKey<Integer> STRIDE = ConfKey.integer(P + "stride", "2", 1, Integer.MAX_VALUE,
-      "AvgPool3d stride.");
-  public static final ConfKey<Integer> PADDING = ConfKey.integer(P + "padding", "1", 0, Integer.MAX_VALUE,
-      "AvgPool3d padding (at most half the kernel).");
+  public static final ConfKey<Integer> KERNEL = ConfKey.integer(P + "kernelSize", null, 1, Integer.MAX_VALUE,
+      "AvgPool3d kernel_size. Required when the pipeline has `avgpool3d` (PyTorch has no default); the reference"
+          + " pool is 3 with stride 2 and padding 1.");
+  public static final ConfKey<Integer> STRIDE = ConfKey.integer(P + "stride", null, 1, Integer.MAX_VALUE,
+      "AvgPool3d stride; unset: the kernel size (as in PyTorch).");
+  public static final ConfKey<Integer> PADDING = ConfKey.integer(P + "padding", "0", 0, Integer.MAX_VALUE,
+      "AvgPool3d padding (at most half the kernel), as in PyTorch 0 unless set.");
   public static final ConfKey<Boolean> CEIL = ConfKey.bool(P + "ceilMode", "false", "AvgPool3d ceil_mode.");
   public static final ConfKey<Boolean> COUNT_PAD = ConfKey.bool(P + "countIncludePad", "true",
       "AvgPool3d count_include_pad.");
@@ -43,9 +44,16 @@ public final class AvgPool3d implements Operator {
 
   @Override
   public Stage fromSettings(OperatorInputs in) {
+    Integer k = KERNEL.get(in.values());
+    if (k == null) {
+      throw new SettingsException("missing setting " + KERNEL.key() + ": the pipeline has avgpool3d, whose kernel_size"
+          + " has no default (as in PyTorch's AvgPool3d; the reference pool is " + KERNEL.key() + "=3, " + STRIDE.key()
+          + "=2, " + PADDING.key() + "=1)");
+    }
+    Integer s = STRIDE.get(in.values());
     try {
-      return new AvgPool3dSpec(KERNEL.get(in.values()), STRIDE.get(in.values()), PADDING.get(in.values()),
-          CEIL.get(in.values()), COUNT_PAD.get(in.values()));
+      return new AvgPool3dSpec(k, s == null ? k : s, PADDING.get(in.values()), CEIL.get(in.values()),
+          COUNT_PAD.get(in.values()));
     } catch (SettingsException e) {
       throw e;
     } catch (IllegalArgumentException e) {

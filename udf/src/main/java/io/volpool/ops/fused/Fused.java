@@ -52,7 +52,10 @@ public final class Fused implements Operator {
     String path = WEIGHTS.get(in.values());
     byte[] bytes;
     try {
-      bytes = in.readFile(WEIGHTS, "model", "the pipeline has a fused stage, which needs the model's safetensors file");
+      bytes = in.readFile(WEIGHTS, "model", "the pipeline has a fused stage, which needs the model's safetensors file",
+          (head, length) -> SafeTensors.checkHead(head, length, path));
+    } catch (IllegalArgumentException e) {
+      throw new SettingsException(WEIGHTS.key() + ": " + e.getMessage(), e);
     } catch (IOException e) {
       throw new IOException(WEIGHTS.is(path) + ": " + e.getMessage(), e);
     }
@@ -76,7 +79,8 @@ public final class Fused implements Operator {
         "The fused model in the safetensors file `model` (stride, padding and pool kernel from its metadata, else 2, 1, 2).",
         a -> {
           String path = a.stringArg(0);
-          return FusedModel.load(SafeTensors.read(a.readFile(path), path), FusedModel.Params.unset());
+          return FusedModel.load(SafeTensors.read(a.readFile(path, (head, length) -> SafeTensors.checkHead(head, length,
+              path)), path), FusedModel.Params.unset());
         }));
   }
 }

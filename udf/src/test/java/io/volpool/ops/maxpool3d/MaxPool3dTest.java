@@ -110,7 +110,7 @@ class MaxPool3dTest {
       }
 
       @Override
-      public byte[] readFile(io.volpool.conf.ConfKey<String> key, String role, String why) {
+      public byte[] readFile(io.volpool.conf.ConfKey<String> key, String role, String why, HeadCheck check) {
         throw new AssertionError("maxpool3d reads no file");
       }
     };
