@@ -71,6 +71,11 @@ class ClusterIT {
       cmd.add("--conf");
       cmd.add(c);
     }
+    // the reference pool of the default pipeline (avgpool3d has no default kernel)
+    SparkTests.REFERENCE_POOL.forEach((k, v) -> {
+      cmd.add("--conf");
+      cmd.add(k + "=" + v);
+    });
     return run(cmd, log, 300, code);
   }
 

@@ -62,7 +62,8 @@ class HardeningRound2Test {
     // nn.AvgPool3d(4) on [3, 8, 8, 8]: [3, 2, 2, 2] (stride 4, padding 0); volpool's old defaults gave [3, 3, 3, 3]
     var rows = SparkTests.spark().read().parquet(tmp.resolve("out").toString()).select("shape").collectAsList();
     assertThat(rows).hasSize(2).allSatisfy(row -> assertThat(row.getList(0)).containsExactly(3, 2, 2, 2));
-    conf = HardeningTest.identity(in, tmp.resolve("out2"), "pipeline", "avgpool3d");
+    conf = HardeningTest.identity(in, tmp.resolve("out2"));
+    conf.put("spark.volpool.pipeline", "avgpool3d");
     r = SparkTests.run(conf);
     assertThat(r.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
     assertThat(r.err()).contains("missing setting spark.volpool.avgpool3d.kernelSize: the pipeline has avgpool3d, whose"

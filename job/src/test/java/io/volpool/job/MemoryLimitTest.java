@@ -68,7 +68,8 @@ class MemoryLimitTest {
     assertThat(toParquet.waitFor(600)).as(toParquet.output()).isZero();
     Path out = tmp.resolve("out");
     ChildJvm.Child pool = ChildJvm.start("3g", "local[2]", Map.of("spark.volpool.input", rows.toString(),
-        "spark.volpool.output", out.toString(), "spark.volpool.pipeline", "avgpool3d", "spark.volpool.device", "cpu"),
+        "spark.volpool.output", out.toString(), "spark.volpool.pipeline", "avgpool3d", "spark.volpool.device", "cpu",
+        "spark.volpool.avgpool3d.kernelSize", "3", "spark.volpool.avgpool3d.stride", "2", "spark.volpool.avgpool3d.padding", "1"),
         tmp.resolve("b.log"));
     assertThat(pool.waitFor(600)).as(pool.output()).isZero();
     assertThat(pool.output()).contains("volumes       4 in, 4 out").contains("2048.0 MiB in, 256.0 MiB out");

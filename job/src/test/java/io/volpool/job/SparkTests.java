@@ -55,6 +55,11 @@ final class SparkTests {
     return new Result(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
   }
 
+  static final String AVG_KERNEL = "spark.volpool.avgpool3d.kernelSize";
+  /** The reference AvgPool3d(3, 2, 1). */
+  static final Map<String, String> REFERENCE_POOL = Map.of(AVG_KERNEL, "3", "spark.volpool.avgpool3d.stride", "2",
+      "spark.volpool.avgpool3d.padding", "1");
+
   static Map<String, String> conf(String... kv) {
     Map<String, String> m = new LinkedHashMap<>();
     for (int i = 0; i < kv.length; i += 2) {
@@ -62,6 +67,10 @@ final class SparkTests {
     }
     if (!m.containsKey("spark.volpool.device")) {
       m.put("spark.volpool.device", device());
+    }
+    // avgpool3d has no default kernel (as in PyTorch): the tests' pool is the reference one, as in conf/local.properties
+    if (m.getOrDefault("spark.volpool.pipeline", "").contains("avgpool3d") && !m.containsKey(AVG_KERNEL)) {
+      m.putAll(REFERENCE_POOL);
     }
     return m;
   }
