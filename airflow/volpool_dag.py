@@ -11,36 +11,52 @@ What it does, and why:
   device=gpu without a usable GPU) fail the task at once with volpool's message; exit 1 (anything else: a
   lost executor, a full disk) is retried.
 
-Needs apache-airflow-providers-apache-spark, a `spark_default` connection to the cluster, and pyarrow on the
-workers to read the status file and the input marker from HDFS or S3 (local paths need nothing).
+Targets Airflow 2.x (2.7 on, `airflow.sensors.python`) and 3.x (`airflow.providers.standard`), with
+apache-airflow-providers-apache-spark, a `spark_default` connection to the cluster, and pyarrow on the workers to
+read the status file and the input marker from HDFS or S3 (local paths need nothing; without pyarrow an hdfs:// or
+s3a:// path fails the task at once, naming it). The cluster settings come from `spark-gpu.properties`, the same
+file as `conf/spark-gpu.properties` in the repository, installed beside the jar (`VOLPOOL_SPARK_CONF` names
+another): one source for spark-submit and the DAG.
 """
 import json
+import os
 import posixpath
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from airflow import DAG
 from airflow.exceptions import AirflowException, AirflowFailException
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sensors.python import PythonSensor
+
+try:  # Airflow 3
+    from airflow.providers.standard.sensors.python import PythonSensor
+except ImportError:  # Airflow 2
+    from airflow.sensors.python import PythonSensor
 
 JAR = "/opt/volpool/volpool-job-0.1.0-SNAPSHOT-spark.jar"
 INPUT = "hdfs:///volumes/{{ ds }}"
 OUTPUT = "hdfs:///pooled/{{ ds }}"
 DETERMINISTIC = {2: "invalid settings", 3: "bad input", 4: "no usable GPU"}
 
-GPU_CLUSTER_CONF = {
-    # one GPU per executor, shared by its 8 task slots: a task holds the GPU only for its batches' copies and kernels
-    "spark.executor.resource.gpu.amount": "1",
-    "spark.executor.resource.gpu.discoveryScript": "./get-gpus-resources.sh",
-    "spark.executor.cores": "8",
-    "spark.task.resource.gpu.amount": "0.125",
-    "spark.executor.memory": "24g",
-    # pinned staging and output buffers live off the heap: leave room for the memory budget
-    "spark.executor.memoryOverhead": "8g",
-    "spark.volpool.device": "gpu",
-    "spark.volpool.pipeline": "fused,avgpool3d",
-    "spark.volpool.fused.weights": "hdfs:///models/fused.safetensors",
-}
+SPARK_CONF = os.environ.get("VOLPOOL_SPARK_CONF", "/opt/volpool/spark-gpu.properties")
+
+
+def load_properties(path):
+    """KEY=VALUE lines of a Spark properties file (comments and blank lines skipped)."""
+    conf = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith(("#", "!")):
+                continue
+            key, sep, value = line.partition("=")
+            if not sep:
+                key, _, value = line.partition(" ")
+            conf[key.strip()] = value.strip()
+    return conf
+
+
+# the GPU cluster's settings, as conf/spark-gpu.properties holds them, and this deployment's model
+GPU_CLUSTER_CONF = {**load_properties(SPARK_CONF), "spark.volpool.fused.weights": "hdfs:///models/fused.safetensors"}
 
 
 def _open(path):
@@ -52,7 +68,13 @@ def _open(path):
             return None
         with filesystem.open_input_stream(p) as f:
             return f.read().decode("utf-8")
-    except ImportError:
+    except ImportError as e:
+        scheme = path.split("://", 1)[0] if "://" in path else "file"
+        if scheme != "file":
+            # without it the sensor would wait its 12 h for a marker it cannot see
+            raise AirflowFailException(
+                f"cannot read {path}: pyarrow is not installed on this Airflow worker ({e}); install pyarrow"
+                f" (with HDFS/S3 support) where the DAG's tasks run") from e
         local = path[len("file://"):] if path.startswith("file://") else path
         try:
             with open(local, encoding="utf-8") as f:
@@ -69,6 +91,15 @@ def status_path(output):
 
 def input_ready(path):
     return _open(posixpath.join(path, "_SUCCESS")) is not None
+
+
+def _instant(t):
+    """A time as an aware datetime (volpool writes UTC with a Z; naive times are taken as UTC); None: the epoch."""
+    if t is None:
+        return datetime.min.replace(tzinfo=timezone.utc)
+    if isinstance(t, str):
+        t = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
 
 
 class VolpoolSubmitOperator(SparkSubmitOperator):
@@ -89,7 +120,7 @@ class VolpoolSubmitOperator(SparkSubmitOperator):
             failure = e
         text = _open(status_path(self.output))
         status = json.loads(text) if text else None
-        if status is not None and started is not None and status.get("finished_at", "") < started.isoformat():
+        if status is not None and started is not None and _instant(status.get("finished_at")) < _instant(started):
             status = None  # left by an earlier attempt: this one never got that far
         if status is None:
             raise AirflowException(

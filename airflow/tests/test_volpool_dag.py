@@ -79,8 +79,10 @@ stub("airflow.exceptions", AirflowException=AirflowException, AirflowFailExcepti
 stub("airflow.providers"), stub("airflow.providers.apache"), stub("airflow.providers.apache.spark")
 stub("airflow.providers.apache.spark.operators")
 stub("airflow.providers.apache.spark.operators.spark_submit", SparkSubmitOperator=SparkSubmitOperator)
-stub("airflow.sensors"), stub("airflow.sensors.python", PythonSensor=PythonSensor)
+stub("airflow.sensors"), stub("airflow.sensors.python", PythonSensor=PythonSensor)  # Airflow 2's path
 sys.modules.pop("pyarrow", None)
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+os.environ["VOLPOOL_SPARK_CONF"] = os.path.join(ROOT, "conf", "spark-gpu.properties")
 spec = importlib.util.spec_from_file_location("volpool_dag", os.path.join(os.path.dirname(__file__), "..", "volpool_dag.py"))
 dagmod = importlib.util.module_from_spec(spec)
 sys.modules["pyarrow"] = None  # as on a worker without pyarrow: local paths still work
@@ -112,6 +114,26 @@ class DagTest(unittest.TestCase):
         self.assertEqual(self.submit.conf["spark.volpool.output"], self.dag.tasks["pool_volumes"].conf["spark.volpool.output"])
         self.assertIn("output", self.submit.template_fields)
         self.assertGreater(self.dag.kwargs["default_args"]["retries"], 0)
+
+    def test_cluster_settings_are_the_repositorys_gpu_properties(self):
+        props = dagmod.load_properties(os.environ["VOLPOOL_SPARK_CONF"])
+        self.assertIn("spark.plugins", props)
+        for k, v in props.items():
+            if k != "spark.volpool.output.mode":  # each day's output is replaced: a retry is idempotent
+                self.assertEqual(self.submit.conf[k], v, k)
+
+    def test_without_pyarrow_a_cluster_path_fails_at_once(self):
+        with self.assertRaises(AirflowFailException) as e:
+            dagmod.input_ready("hdfs:///volumes/2026-11-30")
+        self.assertIn("pyarrow is not installed", str(e.exception))
+
+    def test_staleness_compares_times_not_strings(self):
+        # the same instant written with a Z and another offset; a string comparison calls the second stale
+        self.write_status(0, finished="2026-11-30T02:05:00+01:00")
+        self.assertEqual(self.submit.execute(self.context)["exit_code"], 0)
+        self.write_status(0, finished="2026-11-30T00:59:00Z")
+        with self.assertRaises(AirflowException):
+            self.submit.execute(self.context)
 
     def test_status_path_is_beside_the_output(self):
         self.assertEqual(dagmod.status_path("hdfs:///pooled/2026-11-30/"), "hdfs:///pooled/.2026-11-30.volpool-status.json")

@@ -186,10 +186,35 @@ final class Progress extends SparkListener implements AutoCloseable {
       sb.append(' ').append(unit);
     }
     sb.append(String.format(", %.2f GB/s in, %,.0f %s/s", bytes / secs / 1e9, rate, unit));
-    if (total > 0 && rate > 0 && vols < total) {
-      sb.append(String.format(", about %s left", duration((total - vols) / rate)));
+    double recent = recentRate(vols);
+    if (total > 0 && recent > 0 && vols < total) {
+      // the rate of the last RECENT_SECONDS: start-up (and a slow first wave) does not stretch the estimate
+      sb.append(String.format(", about %s left", duration((total - vols) / recent)));
     }
     return sb.append(String.format(", %s elapsed", duration(secs))).toString();
+  }
+
+  /** The window of the rate behind the time left. */
+  static final double RECENT_SECONDS = 30;
+
+  /** Volumes per second over the last {@link #RECENT_SECONDS} of samples (all of them in a shorter run). */
+  private double recentRate(long vols) {
+    long now = System.nanoTime() - started;
+    Timeline.Sample from = null;
+    synchronized (samples) {
+      for (int i = samples.size() - 1; i >= 0; i--) {
+        Timeline.Sample smp = samples.get(i);
+        if (now - smp.nanos() > RECENT_SECONDS * 1e9) {
+          break;
+        }
+        from = smp;
+      }
+    }
+    if (from == null || now - from.nanos() < 1e9 || vols <= from.volumes()) {
+      double secs = Math.max(1e-9, now / 1e9);
+      return vols / secs;
+    }
+    return (vols - from.volumes()) / ((now - from.nanos()) / 1e9);
   }
 
   static String duration(double secs) {

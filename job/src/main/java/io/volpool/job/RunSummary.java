@@ -97,10 +97,11 @@ public record RunSummary(String status, String input, String inputFormat, String
         "  input         " + input + " (" + inputFormat + ")" + (skipped.isEmpty() ? ""
             : ", " + skipped.size() + " file(s) skipped (see the log)"),
         "  output        " + output + " (" + outputFormat + ")",
-        "  volumes       " + volumesIn + " in, " + volumesOut + " out, " + batches + " batches, " + filesOut + " files"
+        "  volumes       " + volumesIn + " in, " + volumesOut + " out, " + count(batches, "batch", "batches") + ", "
+            + count(filesOut, "file", "files")
             + (slabbed > 0 ? ", " + slabbed + " slabbed" : ""),
         "  rows          " + rowsIn + " in, " + rowsOut + " out" + (volumesAcrossRows >= 0
-            ? " (the input holds " + volumesAcrossRows + " volumes stored across rows)" : rowsIn != volumesIn
+            ? " (the input holds " + count(volumesAcrossRows, "volume", "volumes") + " stored across rows)" : rowsIn != volumesIn
                 || rowsOut != volumesOut ? " (the output holds volumes across rows)" : ""),
         "  bytes         " + mib(bytesIn) + " in, " + mib(bytesOut) + " out",
         String.format("  wall time     %.2f s", wallSeconds),
@@ -143,5 +144,10 @@ public record RunSummary(String status, String input, String inputFormat, String
 
   private static String mib(long b) {
     return String.format("%.1f MiB", b / 1048576.0);
+  }
+
+  /** {@code n} and its noun, singular for one. */
+  static String count(long n, String one, String many) {
+    return n + " " + (n == 1 ? one : many);
   }
 }

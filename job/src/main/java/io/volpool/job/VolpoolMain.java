@@ -171,8 +171,11 @@ public final class VolpoolMain {
         Properties p = new Properties();
         try (Reader r = Files.newBufferedReader(Paths.get(propsFile), StandardCharsets.UTF_8)) {
           p.load(r);
+        } catch (java.nio.file.NoSuchFileException e) {
+          throw new SettingsException("--properties-file " + propsFile + ": file not found (from "
+              + Paths.get("").toAbsolutePath() + ")", e);
         } catch (IOException e) {
-          throw new SettingsException("--properties-file " + propsFile + ": " + e.getMessage(), e);
+          throw new SettingsException("--properties-file " + propsFile + ": cannot read it: " + e, e);
         }
         for (String w : notSparkKeys(p.stringPropertyNames(), "--properties-file " + propsFile + ":")) {
           err.println("volpool: WARNING: " + w);

@@ -249,4 +249,26 @@ class HardeningRound2Test {
       new ProcessBuilder("umount", small.toString()).start().waitFor();
     }
   }
+
+  // 7. .npy input shows its total; 13. the summary counts in the singular for one; a missing properties file
+  @Test
+  void npyProgressHasATotalAndSmallThingsReadRight(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("npy");
+    for (int i = 0; i < 3; i++) {
+      float[] x = new float[2 * 3 * 4 * 4 * 4];
+      SparkTests.writeNpy(in.resolve("f" + i + ".npy"), io.volpool.format.NpyArray.of(new long[] {2, 3, 4, 4, 4}, x));
+    }
+    Map<String, String> conf = SparkTests.conf("input", in.toString(), "input.format", "npy", "output",
+        tmp.resolve("out").toString(), "pipeline", "identity", "device", "cpu");
+    ChildJvm.Child c = ChildJvm.start("1g", "local[1]", conf, tmp.resolve("child.log"));
+    assertThat(c.waitFor(120)).as(c.output()).isZero();
+    assertThat(c.output()).contains("volpool progress: 6 of 6 volumes (100.0%)");
+    SparkTests.Result one = SparkTests.run(HardeningTest.identity(input(tmp), tmp.resolve("out1")));
+    assertThat(one.out()).containsPattern("volumes       2 in, 2 out, 1 batch, 1 file\\b");
+    java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+    int code = VolpoolMain.run(new String[] {"--properties-file", tmp.resolve("nope.properties").toString()},
+        new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err, true));
+    assertThat(code).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    assertThat(err.toString()).contains("--properties-file " + tmp.resolve("nope.properties") + ": file not found");
+  }
 }

@@ -249,7 +249,43 @@ public final class InputPlanner {
     if (!cur.isEmpty()) {
       tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), List.of(), curBytes));
     }
-    return new Plan(tasks, files.size(), total, -1, skipped, files.isEmpty() ? null : files.get(0).getPath());
+    return new Plan(tasks, files.size(), total, -1, skipped, files.isEmpty() ? null : files.get(0).getPath(),
+        npyVolumes(files, conf));
+  }
+
+  /**
+   * The volumes the .npy files hold, from their headers (read in parallel), for the progress line's total;
+   * -1 when a header cannot be read here (the task that reads the file names what is wrong with it).
+   */
+  static long npyVolumes(List<FileStatus> files, Configuration conf) {
+    ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(FOOTER_THREADS, files.size())));
+    try {
+      List<Future<Long>> counts = new ArrayList<>();
+      for (FileStatus f : files) {
+        counts.add(pool.submit(() -> {
+          int n = io.volpool.format.NpyHeader.prefixBytes(f.getLen(), io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES);
+          byte[] prefix = new byte[n];
+          try (org.apache.hadoop.fs.FSDataInputStream in = f.getPath().getFileSystem(conf).open(f.getPath())) {
+            in.readFully(0, prefix);
+          }
+          long[] shape = io.volpool.format.NpyHeader.parse(prefix, f.getLen(), f.getPath().toString(),
+              io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES).shape();
+          return shape.length == 5 ? shape[0] : 1L;
+        }));
+      }
+      long total = 0;
+      for (Future<Long> c : counts) {
+        total += c.get();
+      }
+      return total;
+    } catch (java.util.concurrent.ExecutionException e) {
+      return -1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return -1;
+    } finally {
+      pool.shutdownNow();
+    }
   }
 
   /** Every file's footer, read in parallel; a file that is not Parquet is named in the error. */
