@@ -274,7 +274,7 @@ public final class VolpoolJob {
     LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}", s.input(),
         out.output(), describe(pipeline), s.device(), plan.files(), plan.tasks().size(), out.staging());
     boolean cluster = !local;
-    try (Progress progress = new Progress(spark.sparkContext(), metrics, plan.rows() >= 0 ? plan.rows() : plan.volumes(),
+    try (Progress progress = new Progress(spark.sparkContext(), metrics, plan.progressTotal(),
         planeRows ? "rows" : "volumes", t0);
         ResourceWatch watch = cluster && !plan.tasks().isEmpty()
             ? new ResourceWatch(spark.sparkContext(), s.resourceTimeoutSeconds()) : null) {

@@ -166,6 +166,7 @@ public final class VolpoolMain {
             throw new SettingsException("unknown argument '" + a + "'\n" + usage());
         }
       }
+      QuietUserErrors.install();
       conf = new SparkConf();
       if (propsFile != null) {
         Properties p = new Properties();

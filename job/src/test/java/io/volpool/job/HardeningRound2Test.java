@@ -271,4 +271,25 @@ class HardeningRound2Test {
     assertThat(code).isEqualTo(VolpoolMain.EXIT_SETTINGS);
     assertThat(err.toString()).contains("--properties-file " + tmp.resolve("nope.properties") + ": file not found");
   }
+
+  // 6. a bad record's one line is not buried under Spark's task-failure traces, and names its file once
+  @Test
+  void aBadRecordIsOneLineNotBuriedUnderSparksTraces(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("npy");
+    Files.createDirectories(in);
+    Path bad = in.resolve("x.npy");
+    Files.write(bad, new byte[] {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 10, 0, '{', '}', ' ', ' ', ' ', ' ', ' ',
+        ' ', ' ', '\n'});
+    Map<String, String> conf = SparkTests.conf("input", in.toString(), "input.format", "npy", "output",
+        tmp.resolve("out").toString(), "pipeline", "identity", "device", "cpu");
+    ChildJvm.Child c = ChildJvm.start("1g", "local[1]", conf, tmp.resolve("child.log"));
+    assertThat(c.waitFor(120)).as(c.output()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
+    String out = c.output();
+    String before = out.substring(0, out.indexOf("volpool: FAILED: bad record"));
+    assertThat(before).as("what the console shows before the FAILED line").doesNotContain("\tat org.apache.spark")
+        .doesNotContain("Lost task").doesNotContain("Exception in task");
+    assertThat(before.lines().count()).isLessThan(30);
+    String line = out.lines().filter(l -> l.startsWith("volpool: FAILED: bad record")).findFirst().orElseThrow();
+    assertThat(line.split(java.util.regex.Pattern.quote(bad.toString()), -1)).as(line + ": the file named once").hasSize(2);
+  }
 }

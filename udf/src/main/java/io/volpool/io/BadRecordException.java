@@ -9,13 +9,27 @@ public class BadRecordException extends RuntimeException {
   private final String record;
 
   public BadRecordException(String record, String rule) {
-    super("bad record " + record + ": " + rule);
+    super("bad record " + record + ": " + withoutRecord(record, rule));
     this.record = record;
   }
 
   public BadRecordException(String record, String rule, Throwable cause) {
-    super("bad record " + record + ": " + rule, cause);
+    super("bad record " + record + ": " + withoutRecord(record, rule), cause);
     this.record = record;
+  }
+
+  /** The rule without a leading copy of the record's name (a format's own message often starts with the path). */
+  static String withoutRecord(String record, String rule) {
+    if (rule == null) {
+      return null;
+    }
+    String path = record.startsWith("file:") ? record.substring(5) : record;
+    for (String p : new String[] {record + ": ", path + ": ", "file:" + path + ": "}) {
+      if (!p.equals(": ") && rule.startsWith(p)) {
+        return rule.substring(p.length());
+      }
+    }
+    return rule;
   }
 
   /** The record's id or path as the user knows it. */

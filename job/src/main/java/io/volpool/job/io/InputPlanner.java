@@ -41,10 +41,16 @@ public final class InputPlanner {
    * @param skipped files not taken, with the reason, for the log and the summary
    * @param first the first input file (its schema decides the layout)
    * @param volumes volumes stored across rows, grouped by id from their rows (-1 for other input)
+   * @param progressTotal what the progress line counts to: the rows, or the volumes the .npy headers declare (-1: unknown)
    */
-  public record Plan(List<TaskPlan> tasks, long files, long bytes, long rows, List<String> skipped, Path first, long volumes) {
+  public record Plan(List<TaskPlan> tasks, long files, long bytes, long rows, List<String> skipped, Path first, long volumes,
+      long progressTotal) {
     public Plan(List<TaskPlan> tasks, long files, long bytes, long rows, List<String> skipped, Path first) {
-      this(tasks, files, bytes, rows, skipped, first, -1);
+      this(tasks, files, bytes, rows, skipped, first, -1, rows);
+    }
+
+    public Plan(List<TaskPlan> tasks, long files, long bytes, long rows, List<String> skipped, Path first, long volumes) {
+      this(tasks, files, bytes, rows, skipped, first, volumes, rows);
     }
   }
 
@@ -249,7 +255,7 @@ public final class InputPlanner {
     if (!cur.isEmpty()) {
       tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), List.of(), curBytes));
     }
-    return new Plan(tasks, files.size(), total, -1, skipped, files.isEmpty() ? null : files.get(0).getPath(),
+    return new Plan(tasks, files.size(), total, -1, skipped, files.isEmpty() ? null : files.get(0).getPath(), -1,
         npyVolumes(files, conf));
   }
 
