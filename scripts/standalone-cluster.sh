@@ -5,6 +5,7 @@
 #
 #   scripts/standalone-cluster.sh start DIR MASTER_PORT WORKERS [CORES_PER_WORKER=1] [GPUS_PER_WORKER=0]
 #   scripts/standalone-cluster.sh submit DIR MASTER_PORT [spark-submit args...]   (client mode, the -spark.jar)
+#   scripts/standalone-cluster.sh submit-app DIR MASTER_PORT|local[N] CLASS APP_JAR [args...]  (--jars the -spark.jar)
 #   scripts/standalone-cluster.sh stop DIR
 #
 # With GPUS_PER_WORKER=n, worker i offers GPUs i*n .. i*n+n-1 (spark.worker.resource.gpu.*, discovered by
@@ -44,9 +45,13 @@ case "$cmd" in
         indices=$(seq -s, $((i * gpus)) $((i * gpus + gpus - 1)))
       fi
       mkdir -p "$dir/worker$i"
+      # DISTINCT_HOSTS=1: worker i on 127.0.0.(i+2), a host of its own as Spark sees it (speculation never runs a
+      # task's second attempt on the host of its first)
+      host=127.0.0.1
+      [ "${DISTINCT_HOSTS:-0}" = 1 ] && host=127.0.0.$((i + 2))
       # shellcheck disable=SC2086
-      VOLPOOL_GPU_INDICES=$indices SPARK_LOCAL_IP=127.0.0.1 setsid "$java" -Xmx512m $JAVA_OPENS $log4j $extra -cp "$cp" \
-        org.apache.spark.deploy.worker.Worker "spark://127.0.0.1:$port" --host 127.0.0.1 --cores "$cores" \
+      VOLPOOL_GPU_INDICES=$indices SPARK_LOCAL_IP=$host setsid "$java" -Xmx512m $JAVA_OPENS $log4j $extra -cp "$cp" \
+        org.apache.spark.deploy.worker.Worker "spark://127.0.0.1:$port" --host "$host" --cores "$cores" \
         --memory "${WORKER_MEMORY:-4g}" --work-dir "$dir/worker$i" --webui-port 0 >"$dir/worker$i.log" 2>&1 &
       echo $! >>"$dir/pids"
     done
@@ -67,6 +72,19 @@ case "$cmd" in
       --master "spark://127.0.0.1:$port" --deploy-mode client --class io.volpool.job.VolpoolMain \
       --conf spark.ui.enabled=false --conf spark.driver.host=127.0.0.1 \
       --conf "spark.executor.extraJavaOptions=$JAVA_OPENS" --conf "spark.driver.extraJavaOptions=$JAVA_OPENS" "$@" "$jar"
+    ;;
+  submit-app)
+    # an application of one's own with the -spark.jar on its class path (--jars), as a user's Spark code runs
+    # volpool's SQL functions: submit-app DIR MASTER_PORT|local[N] CLASS APP_JAR [app args...]
+    port=${3:?MASTER_PORT}; class=${4:?CLASS}; app=${5:?APP_JAR}; shift 5
+    master="spark://127.0.0.1:$port"
+    case "$port" in local*) master=$port ;; esac
+    jar=$(ls "$root"/job/target/volpool-job-*-spark.jar 2>/dev/null || ls /tmp/stage/lib/volpool-job-*-spark.jar)
+    # shellcheck disable=SC2086
+    SPARK_LOCAL_IP=127.0.0.1 "$java" -Xmx2g $JAVA_OPENS -Dlog4j2.configurationFile="$root/conf/log4j2.properties" -cp "$cp" org.apache.spark.deploy.SparkSubmit \
+      --master "$master" --deploy-mode client --class "$class" --jars "$jar" \
+      --conf spark.ui.enabled=false --conf spark.driver.host=127.0.0.1 \
+      --conf "spark.executor.extraJavaOptions=$JAVA_OPENS" --conf "spark.driver.extraJavaOptions=$JAVA_OPENS" "$app" "$@"
     ;;
   stop)
     if [ -f "$dir/pids" ]; then

@@ -97,9 +97,21 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
   /** The error to report when {@link #fired()}. */
   ClusterResourceException failure() {
     var c = sc.getConf();
-    String requested = "spark.executor.resource.gpu.amount=" + c.get("spark.executor.resource.gpu.amount", "(unset)")
-        + ", spark.task.resource.gpu.amount=" + c.get("spark.task.resource.gpu.amount", "(unset)")
-        + ", spark.executor.cores=" + c.get("spark.executor.cores", "(unset)");
+    // every resource an executor asks for: a worker that lacks any one of them never starts one
+    List<String> asks = new ArrayList<>();
+    for (String k : List.of("spark.executor.cores", "spark.executor.memory", "spark.executor.memoryOverhead",
+        "spark.executor.resource.gpu.amount", "spark.task.resource.gpu.amount", "spark.task.cpus", "spark.cores.max")) {
+      if (c.contains(k)) {
+        asks.add(k + "=" + c.get(k));
+      }
+    }
+    for (scala.Tuple2<String, String> kv : c.getAllWithPrefix("spark.executor.resource.")) {
+      String k = "spark.executor.resource." + kv._1();
+      if (kv._1().endsWith(".amount") && !asks.contains(k + "=" + kv._2())) {
+        asks.add(k + "=" + kv._2());
+      }
+    }
+    String requested = asks.isEmpty() ? "Spark's defaults (1 core, 1g per executor)" : String.join(", ", asks);
     String seen;
     synchronized (offered) {
       seen = offered.isEmpty() ? "no executor registered at all" : String.join("; ", offered);
@@ -115,8 +127,10 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
           + " (spark.executor.extraJavaOptions; Spark 4 executors need jdk.incubator.vector), too little memory");
     }
     return new ClusterResourceException("no task could start on " + sc.master() + " within " + timeoutMillis / 1000
-        + " s: the job asks for " + requested + " and the cluster offered: " + seen + ". Workers without GPUs cannot"
-        + " run GPU executors: check the workers' GPU discovery (spark.worker.resource.gpu.discoveryScript, e.g."
+        + " s: each executor asks for " + requested + " and the cluster offered: " + seen + ". A worker starts an"
+        + " executor only when it has every one of these at once (its cores, its memory, the memory plus overhead,"
+        + " its GPUs): compare them with the workers' --cores, --memory and GPUs in the master's UI. Workers without"
+        + " GPUs cannot run GPU executors: check the workers' GPU discovery (spark.worker.resource.gpu.discoveryScript, e.g."
         + " scripts/get-gpus-resources.sh), lower the resource amounts, or drop spark.executor.resource.gpu.* and run"
         + " with " + VolpoolOptions.DEVICE.key() + "=cpu; " + VolpoolOptions.RESOURCE_TIMEOUT.key() + " sets how long to wait");
   }

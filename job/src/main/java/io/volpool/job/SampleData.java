@@ -52,8 +52,13 @@ public final class SampleData {
   }
 
   public static void write(SparkSession spark, String out, int count, int files) {
+    write(spark, out, count, files, 0);
+  }
+
+  /** {@code count} sample volumes in {@code files} files, ids and values from volume number {@code first} on. */
+  public static void write(SparkSession spark, String out, int count, int files, int first) {
     List<Integer> idx = new ArrayList<>();
-    for (int i = 0; i < count; i++) {
+    for (int i = first; i < first + count; i++) {
       idx.add(i);
     }
     scala.collection.Seq<Integer> shape = seq(SHAPE);

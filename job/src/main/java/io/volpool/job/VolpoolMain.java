@@ -187,7 +187,28 @@ public final class VolpoolMain {
           }
         }
       }
+      if (EMBEDDED && propsFile == null) {
+        // as spark-submit does: Spark's defaults file, under --conf, unless a --properties-file replaces it (Spark 4)
+        java.nio.file.Path defaults = sparkDefaults();
+        if (defaults != null) {
+          Properties p = new Properties();
+          try (Reader r = Files.newBufferedReader(defaults, StandardCharsets.UTF_8)) {
+            p.load(r);
+          } catch (IOException e) {
+            throw new SettingsException("Spark's defaults file " + defaults + ": cannot read it: " + e, e);
+          }
+          err.println("volpool: read Spark's defaults from " + defaults + " (" + p.size() + " setting(s))");
+          for (String k : p.stringPropertyNames()) {
+            if (!flags.containsKey(k) && !conf.contains(k)) {
+              conf.set(k, p.getProperty(k).trim());
+            }
+          }
+        }
+      }
       flags.forEach(conf::set);
+      if (EMBEDDED && conf.contains("spark.driver.memory")) {
+        checkDriverMemory(conf.get("spark.driver.memory"), Runtime.getRuntime().maxMemory());
+      }
       if (master != null) {
         conf.setMaster(master);
       }
@@ -258,6 +279,39 @@ public final class VolpoolMain {
         RunStatus.write(settings, conf, code, first.replaceFirst("^volpool: FAILED: ", ""), appId[0], started, err);
       }
       return code;
+    }
+  }
+
+  /** Started by scripts/volpool (not spark-submit): the driver is this JVM, already running. */
+  static final boolean EMBEDDED = Boolean.getBoolean("volpool.embedded");
+
+  /** {@code $SPARK_CONF_DIR/spark-defaults.conf}, else {@code $SPARK_HOME/conf/spark-defaults.conf}, where it exists. */
+  static java.nio.file.Path sparkDefaults() {
+    String dir = System.getenv("SPARK_CONF_DIR");
+    if (dir == null && System.getenv("SPARK_HOME") != null) {
+      dir = System.getenv("SPARK_HOME") + "/conf";
+    }
+    java.nio.file.Path p = dir == null ? null : Paths.get(dir, "spark-defaults.conf");
+    return p != null && Files.isRegularFile(p) ? p : null;
+  }
+
+  /**
+   * spark.driver.memory sizes the driver's JVM as it starts: in an embedded run the JVM already runs, so
+   * a value it was not started with (from a properties or defaults file) is refused, naming how to give it.
+   */
+  static void checkDriverMemory(String value, long maxHeap) {
+    long want;
+    try {
+      want = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(value.matches("\\d+") ? value + "m" : value);
+    } catch (RuntimeException e) {
+      throw new SettingsException("spark.driver.memory must be a size such as 8g, got '" + value + "'");
+    }
+    // the JVM reports a little less than -Xmx (a survivor space)
+    if (Math.abs(want - maxHeap) > want / 8) {
+      throw new SettingsException("spark.driver.memory=" + value + " cannot apply: this JVM started with a "
+          + (maxHeap >> 20) + " MiB heap, and a driver's memory is set as its JVM starts. Give it to scripts/volpool as"
+          + " --driver-memory " + value + " or --conf spark.driver.memory=" + value + " (on its command line), or"
+          + " VOLPOOL_JAVA_OPTS=-Xmx" + value);
     }
   }
 

@@ -65,8 +65,12 @@ class ClusterIT {
   }
 
   static String submit(Path log, int[] code, String... conf) throws Exception {
+    return run(submitCommand(dir, port, conf), log, 300, code);
+  }
+
+  static List<String> submitCommand(Path clusterDir, int clusterPort, String... conf) {
     List<String> cmd = new ArrayList<>(List.of("bash", ROOT.resolve("scripts/standalone-cluster.sh").toString(), "submit",
-        dir.toString(), String.valueOf(port)));
+        clusterDir.toString(), String.valueOf(clusterPort)));
     for (String c : conf) {
       cmd.add("--conf");
       cmd.add(c);
@@ -76,7 +80,146 @@ class ClusterIT {
       cmd.add("--conf");
       cmd.add(k + "=" + v);
     });
-    return run(cmd, log, 300, code);
+    return cmd;
+  }
+
+  /** The job's settings on the cluster: sample input, the seed model, a shared-filesystem output. */
+  static String[] jobConf(Path in, Path out, Path events, String... more) {
+    List<String> c = new ArrayList<>(List.of("spark.volpool.input=" + in, "spark.volpool.output=" + out,
+        "spark.volpool.fused.weights=" + ROOT.resolve("conf/models/fused_seed.safetensors"), "spark.volpool.device=cpu",
+        "spark.volpool.output.sharedFilesystem=true", "spark.eventLog.enabled=true", "spark.eventLog.compress=false", "spark.eventLog.dir=" + events.toUri()));
+    c.addAll(List.of(more));
+    return c.toArray(new String[0]);
+  }
+
+  /** The local run of the same job: what the cluster's output must equal. */
+  static Map<String, String> localChecksum(Path in, Path out) throws Exception {
+    Map<String, String> conf = JobEndToEndTest.seedConf(in, "parquet", out);
+    conf.put("spark.volpool.fused.weights", ROOT.resolve("conf/models/fused_seed.safetensors").toString());
+    conf.put("spark.volpool.device", "cpu");
+    SparkTests.Result r = SparkTests.run(conf);
+    assertThat(r.code()).as(r.err()).isZero();
+    return checksum(out);
+  }
+
+  /** id -> shape and digest of every row of an output, in any folder below it (not partition-named ones too). */
+  static Map<String, String> checksum(Path out) throws Exception {
+    Map<String, String> m = new java.util.TreeMap<>();
+    List<org.apache.spark.sql.Row> rows = SparkTests.spark().read().option("recursiveFileLookup", "true")
+        .parquet(out.toString()).select("id", "shape", "data").collectAsList();
+    for (org.apache.spark.sql.Row r : rows) {
+      assertThat(m.put(r.getString(0), r.getList(1) + ":" + java.util.Arrays.hashCode((byte[]) r.get(2))))
+          .as("id " + r.getString(0) + " once in " + out).isNull();
+    }
+    return m;
+  }
+
+  static String eventLog(Path events) throws IOException {
+    StringBuilder sb = new StringBuilder();
+    try (Stream<Path> s = Files.walk(events)) {
+      for (Path p : s.filter(Files::isRegularFile).toList()) {
+        sb.append(Files.readString(p));
+      }
+    }
+    return sb.toString();
+  }
+
+  /** Executors of the cluster in {@code clusterDir} (their working folders are below it), by pid. */
+  static List<Long> executors(Path clusterDir) throws IOException {
+    List<Long> out = new ArrayList<>();
+    ProcessHandle.allProcesses().forEach(h -> {
+      String args = h.info().commandLine().orElse("");
+      if (args.contains("CoarseGrainedExecutorBackend")) {
+        try {
+          Path cwd = Path.of("/proc", String.valueOf(h.pid()), "cwd").toRealPath();
+          if (cwd.startsWith(clusterDir.toRealPath())) {
+            out.add(h.pid());
+          }
+        } catch (IOException e) {
+          // gone
+        }
+      }
+    });
+    return out;
+  }
+
+  // a lost executor: Spark reruns its tasks, and the output holds each task's committed files only
+  @Test
+  void anExecutorKilledMidTaskLeavesTheOutputOfACleanRun(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    SampleData.write(SparkTests.spark(), in.toString(), 2000, 8);
+    Map<String, String> expected = localChecksum(in, tmp.resolve("local"));
+    Path out = tmp.resolve("out");
+    Path events = Files.createDirectories(tmp.resolve("events"));
+    Path log = tmp.resolve("kill.log");
+    Process p = new ProcessBuilder(submitCommand(dir, port, jobConf(in, out, events,
+        "spark.executor.heartbeatInterval=1s"))).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    long killed = -1;
+    long deadline = System.nanoTime() + 240_000_000_000L;
+    java.util.regex.Pattern progress = java.util.regex.Pattern.compile("volpool progress: ([0-9,]+) of");
+    while (p.isAlive() && killed < 0 && System.nanoTime() < deadline) {
+      java.util.regex.Matcher m = progress.matcher(Files.readString(log));
+      long done = 0;
+      while (m.find()) {
+        done = Long.parseLong(m.group(1).replace(",", ""));
+      }
+      List<Long> ex = executors(dir);
+      if (done > 500 && !ex.isEmpty()) {
+        killed = ex.get(0);
+        new ProcessBuilder("kill", "-9", String.valueOf(killed)).start().waitFor();
+      }
+      Thread.sleep(100);
+    }
+    assertThat(killed).as("an executor was killed mid-run: " + Files.readString(log)).isPositive();
+    assertThat(p.waitFor(300, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    String text = Files.readString(log);
+    assertThat(p.exitValue()).as(text).isZero();
+    assertThat(eventLog(events)).as("the executor was lost while tasks ran").contains("\"Event\":\"SparkListenerExecutorRemoved\"")
+        .contains("ExecutorLostFailure");
+    assertThat(checksum(out)).hasSize(2000).isEqualTo(expected);
+  }
+
+  // speculation: the losing attempt's files never reach the output
+  @Test
+  void speculativeAttemptsThatLoseLeaveTheOutputOfACleanRun(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    var hc = SparkTests.spark().sparkContext().hadoopConfiguration();
+    String block = hc.get("parquet.block.size");
+    hc.setLong("parquet.block.size", 1L << 30); // the large file in one row group: one long task
+    try {
+      SampleData.write(SparkTests.spark(), in.resolve("large").toString(), 1500, 1, 0);
+    } finally {
+      if (block == null) {
+        hc.unset("parquet.block.size");
+      } else {
+        hc.set("parquet.block.size", block);
+      }
+    }
+    SampleData.write(SparkTests.spark(), in.resolve("small").toString(), 500, 5, 1500);
+    Map<String, String> expected = localChecksum(in, tmp.resolve("local"));
+    // a cluster of its own, whose workers are two hosts (Spark never speculates on the host of the first attempt)
+    Path cluster = tmp.resolve("spec-cluster");
+    int specPort = freePort();
+    ProcessBuilder start = new ProcessBuilder("bash", ROOT.resolve("scripts/standalone-cluster.sh").toString(), "start",
+        cluster.toString(), String.valueOf(specPort), "2", "1");
+    start.environment().put("DISTINCT_HOSTS", "1");
+    start.redirectErrorStream(true).redirectOutput(tmp.resolve("spec-start.log").toFile());
+    try {
+      assertThat(start.start().waitFor()).as(Files.readString(tmp.resolve("spec-start.log"))).isZero();
+      Path out = tmp.resolve("out");
+      Path events = Files.createDirectories(tmp.resolve("events"));
+      int[] code = new int[1];
+      String log = run(submitCommand(cluster, specPort, jobConf(in, out, events, "spark.speculation=true",
+          "spark.speculation.multiplier=1.01", "spark.speculation.quantile=0.1", "spark.speculation.interval=50ms",
+          "spark.speculation.minTaskRuntime=100ms", "spark.speculation.efficiency.enabled=false",
+          "spark.sql.files.maxPartitionBytes=1g")), tmp.resolve("spec.log"), 300, code);
+      assertThat(code[0]).as(log).isZero();
+      assertThat(eventLog(events)).as("a speculative attempt ran").contains("\"Speculative\":true");
+      assertThat(checksum(out)).hasSize(2000).isEqualTo(expected);
+    } finally {
+      new ProcessBuilder("bash", ROOT.resolve("scripts/standalone-cluster.sh").toString(), "stop", cluster.toString())
+          .inheritIO().start().waitFor(60, java.util.concurrent.TimeUnit.SECONDS);
+    }
   }
 
   static int tasksRunBy(Path worker) throws IOException {
@@ -181,5 +324,43 @@ class ClusterIT {
     }
     assertThat(stderr).contains("jdk.volpool.nosuchmodule");
     assertThat(out).doesNotExist();
+  }
+
+  /** A jar holding only {@link SqlOnTableApp}: the user's application, apart from volpool's jar. */
+  static Path appJar(Path tmp) throws IOException {
+    Path jar = tmp.resolve("sql-app.jar");
+    Path classes = Path.of(SqlOnTableApp.class.getProtectionDomain().getCodeSource().getLocation().getPath());
+    try (var out = new java.util.jar.JarOutputStream(Files.newOutputStream(jar))) {
+      try (Stream<Path> s = Files.list(classes.resolve("io/volpool/job"))) {
+        for (Path c : s.filter(p -> p.getFileName().toString().startsWith("SqlOnTableApp")).toList()) {
+          out.putNextEntry(new java.util.jar.JarEntry("io/volpool/job/" + c.getFileName()));
+          out.write(Files.readAllBytes(c));
+          out.closeEntry();
+        }
+      }
+    }
+    return jar;
+  }
+
+  // the SQL functions and transform on a Parquet-backed table, in a user's application submitted with --jars
+  @Test
+  void sqlFunctionsRunOnAFileTableThroughSparkSubmitJars(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    SampleData.write(SparkTests.spark(), in.toString(), 8, 2);
+    Path jar = appJar(tmp);
+    for (String master : List.of("local[2]", String.valueOf(port))) {
+      int[] code = new int[1];
+      String log = run(List.of("bash", ROOT.resolve("scripts/standalone-cluster.sh").toString(), "submit-app",
+          dir.toString(), master, SqlOnTableApp.class.getName(), jar.toString(), in.toString(),
+          ROOT.resolve("conf/models/fused_seed.safetensors").toString()), tmp.resolve("app-" + code.hashCode() + ".log"),
+          300, code);
+      assertThat(code[0]).as(master + ": " + log).isZero();
+      for (String f : List.of("volpool_avgpool3d", "volpool_avgpool3d_full", "volpool_maxpool3d", "volpool_maxpool3d_full",
+          "volpool_fused")) {
+        assertThat(log).as(master).contains("SQL-APP " + f + " rows=8 bytes=");
+      }
+      assertThat(log).as(master).contains("SQL-APP callUDF rows=8").contains("SQL-APP transform rows=8")
+          .doesNotContain("NotSerializableException");
+    }
   }
 }
