@@ -292,4 +292,49 @@ class HardeningRound2Test {
     String line = out.lines().filter(l -> l.startsWith("volpool: FAILED: bad record")).findFirst().orElseThrow();
     assertThat(line.split(java.util.regex.Pattern.quote(bad.toString()), -1)).as(line + ": the file named once").hasSize(2);
   }
+
+  // 4. the identity pipeline streams a volume run in slabs to rows, as every other pipeline does (no 2 GiB value)
+  @Test
+  void theIdentityPipelineStreamsASlabbedVolumeToRows(@TempDir Path tmp) throws Exception {
+    long[] shape = {3, 48, 128, 128};
+    float[] x = new float[3 * 48 * 128 * 128];
+    for (int i = 0; i < x.length; i++) {
+      x[i] = i * 0.25f - 7f;
+    }
+    SparkTests.writeNpy(tmp.resolve("in/big.npy"), io.volpool.format.NpyArray.of(shape, x));
+    Path out = tmp.resolve("rows");
+    // streamed, the output never lies whole anywhere: not in a scratch file of spark.local.dir, here a 4 MiB tmpfs
+    // for a 9 MiB volume (the whole-volume way mapped all of its output there, and was refused past 2 GiB)
+    Path small = Files.createDirectories(tmp.resolve("small-local-dir"));
+    Process m = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", small.toString())
+        .redirectErrorStream(true).start();
+    org.junit.jupiter.api.Assumptions.assumeTrue(m.waitFor() == 0, "cannot mount a 4 MiB tmpfs here (needs root): "
+        + new String(m.getInputStream().readAllBytes()));
+    try {
+      ChildJvm.Child c = ChildJvm.start("1g", "local[1]", SparkTests.conf("input", tmp.resolve("in").toString(),
+          "input.format", "npy", "output", out.toString(), "output.format", "parquet", "output.layout", "rows",
+          "output.rowBytes", "1m", "pipeline", "identity", "memory.budget", "16m", "device", "cpu", "spark.local.dir",
+          small.toString()), tmp.resolve("child.log"));
+      assertThat(c.waitFor(120)).as(c.output()).isZero();
+      assertThat(c.output()).contains("1 slabbed");
+    } finally {
+      new ProcessBuilder("umount", small.toString()).start().waitFor();
+    }
+    var rows = SparkTests.spark().read().parquet(out.toString()).selectExpr("d0", "d1", "data").orderBy("d0").collectAsList();
+    assertThat(rows).as("rows of at most 1 MiB: 5 planes each").hasSize(10);
+    float[] back = new float[x.length];
+    int plane = 128 * 128;
+    for (var row : rows) {
+      int d0 = row.getInt(0);
+      int n = row.getInt(1) - d0;
+      java.nio.FloatBuffer f = java.nio.ByteBuffer.wrap((byte[]) row.get(2)).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+          .asFloatBuffer();
+      for (int c = 0; c < 3; c++) {
+        f.get(back, c * 48 * plane + d0 * plane, n * plane);
+      }
+    }
+    int mismatch = java.util.Arrays.mismatch(back, x);
+    assertThat(mismatch).as("first element where the rows differ from the volume"
+        + (mismatch >= 0 ? ": " + back[mismatch] + " instead of " + x[mismatch] : "")).isEqualTo(-1);
+  }
 }

@@ -343,7 +343,7 @@ public final class BatchRunner implements TaskRun {
         MemoryBudget.mib(s.bytes()), backend.name(device), vp.why());
     progress.start(s.bytes());
     try {
-      if (spec.outputRows() && !spec.pipeline().stages().isEmpty()) {
+      if (spec.outputRows()) {
         // written across rows: the output streams out row by row as the slabs run, whatever its size
         streamed = StreamedVolume.start(item, spec.pipeline(), backend, device, vp.slabPlanes(), spec.outputRowBytes(),
             budget, task, spillIn, done -> slabProgress(done, outShape.d()));

@@ -40,14 +40,18 @@ final class StreamedVolume implements AutoCloseable {
     SlabPlan plan = new SlabPlan(pipeline, item.shape());
     int rowPlanes = OutputRows.rowPlanes(plan.output(), rowBytes);
     long outRow = OutputRows.rowBytes(plan.output(), rowPlanes);
-    int fit = backend.slabPlanes(plan, OutputRows.slabShare(budget, 0, outRow), device);
+    long share = OutputRows.slabShare(budget, 0, outRow);
+    boolean copy = pipeline.stages().isEmpty();
+    long planeBytes = (long) plan.output().c() * plan.output().h() * plan.output().w() * Float.BYTES;
+    int fit = copy ? (int) Math.min(Integer.MAX_VALUE, share / planeBytes) : backend.slabPlanes(plan, share, device);
     int t = fit >= 1 ? Math.min(planes, fit) : planes;
     PlaneSource src = null;
     OutputRows rows = null;
     try {
       src = SpilledVolume.planes(item, times, scratch);
       rows = new OutputRows(item, plan.output(), rowPlanes, budget, task, planesDone);
-      SlabRun run = backend.startSlabs(plan, t, src, rows, times, device);
+      // the identity pipeline copies planes into the rows; nothing to run on a backend
+      SlabRun run = copy ? new CopySlabRun(src, rows, t, budget, times) : backend.startSlabs(plan, t, src, rows, times, device);
       return new StreamedVolume(src, rows, run);
     } catch (RuntimeException | Error e) {
       if (rows != null) {
