@@ -255,7 +255,7 @@ public final class VolpoolJob {
     }
     OutputSpec outSpec = new OutputSpec(s.outputFormat(),
         (layout == null ? TensorLayout.npyOutputSchema(rowsOut) : layout.outputSchema(rowsOut)).toString(),
-        layout == null ? List.of(TensorLayout.ID) : layout.passthrough(), codec(s), ROW_GROUP_BYTES,
+        layout == null ? List.of() : layout.passthrough(), codec(s), ROW_GROUP_BYTES,
         provenance(s, pipeline, files), s.outputRowBytes());
     RunSpec spec = runSpec(s, spark, pipeline, s.inputFormat(), layout, npyOut ? 0 : ParquetBatchWriter.GAP, rowsOut);
     if (local) {

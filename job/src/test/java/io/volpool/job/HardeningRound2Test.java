@@ -337,4 +337,68 @@ class HardeningRound2Test {
     assertThat(mismatch).as("first element where the rows differ from the volume"
         + (mismatch >= 0 ? ": " + back[mismatch] + " instead of " + x[mismatch] : "")).isEqualTo(-1);
   }
+
+  // 13. an id that names a .npy file keeps its name as .npy output (not big.npy.npy); ids colliding on one name are refused
+  @Test
+  void anIdNamingANpyFileKeepsItsNameAndCollidingIdsAreRefused(@TempDir Path tmp) throws Exception {
+    // volumes stored across rows (what .npy output takes), one of them with the id a .npy input gives
+    HardeningTest.volumes("big.npy", "small").coalesce(1).write().parquet(tmp.resolve("flat").toString());
+    SparkTests.Result rows = SparkTests.run(HardeningTest.identity(tmp.resolve("flat"), tmp.resolve("in"), "output.layout", "rows"));
+    assertThat(rows.code()).as(rows.err()).isZero();
+    SparkTests.Result r = SparkTests.run(HardeningTest.identity(tmp.resolve("in"), tmp.resolve("out"), "output.format", "npy"));
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(HardeningTest.names(tmp.resolve("out"))).contains("big.npy", "small.npy").doesNotContain("big.npy.npy");
+    // "v" and "v.npy" both name v.npy: in one task, and in two tasks (the commit finds it, where it kept one silently)
+    HardeningTest.volumes("v", "v.npy").coalesce(1).write().parquet(tmp.resolve("flat2").toString());
+    assertThat(SparkTests.run(HardeningTest.identity(tmp.resolve("flat2"), tmp.resolve("in2"), "output.layout", "rows")).code()).isZero();
+    for (String tasks : new String[] {"134217728", "1"}) {
+      // a JVM of its own: the task size is the SparkContext's (one task, or one per volume)
+      Path out = tmp.resolve("out2-" + tasks);
+      ChildJvm.Child c = ChildJvm.start("1g", tasks.equals("1") ? "local[2]" : "local[1]", HardeningTest.identity(tmp.resolve("in2"), out, "output.format",
+          "npy", "output.sharedFilesystem", "true", "spark.sql.files.maxPartitionBytes", tasks,
+          "spark.sql.files.openCostInBytes", "0", "device", "cpu"), tmp.resolve("child-" + tasks + ".log"));
+      assertThat(c.waitFor(120)).as(c.output()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
+      assertThat(c.output()).as(tasks).contains(tasks.equals("1") ? "2 task(s)" : "1 task(s)").contains("v.npy")
+          .contains("ids must be unique").contains("(an id and the same id with .npy name the same one)");
+      assertThat(out).doesNotExist();
+    }
+  }
+
+  // 13. a file without an id column gets ids as a .npy file's volumes do: its path and row, path[i]
+  @Test
+  void aFileWithoutIdsGivesItsVolumesPathAndRow(@TempDir Path tmp) throws Exception {
+    java.util.List<org.apache.spark.sql.Row> rows = new java.util.ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      float[] v = new float[2 * 2 * 4 * 4];
+      java.util.Arrays.fill(v, i);
+      java.util.List<Float> l = new java.util.ArrayList<>();
+      for (float f : v) {
+        l.add(f);
+      }
+      rows.add(org.apache.spark.sql.RowFactory.create(l));
+    }
+    var schema = new org.apache.spark.sql.types.StructType().add("tensor",
+        org.apache.spark.sql.types.DataTypes.createArrayType(org.apache.spark.sql.types.DataTypes.FloatType, false), false);
+    Path in = tmp.resolve("in/day=1");
+    SparkTests.spark().createDataFrame(rows, schema).coalesce(1).write().parquet(in.toString());
+    String file;
+    try (var s = Files.list(in)) {
+      file = s.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".parquet")).findFirst().orElseThrow();
+    }
+    for (String layout : new String[] {"volume", "rows"}) {
+      Path out = tmp.resolve("out-" + layout);
+      SparkTests.Result r = SparkTests.run(HardeningTest.identity(tmp.resolve("in"), out, "input.tensorShape", "2,2,4,4",
+          "output.layout", layout));
+      assertThat(r.code()).as(r.err()).isZero();
+      var got = SparkTests.spark().read().option("recursiveFileLookup", "true").parquet(out.toString())
+          .select("id", "data").collectAsList();
+      java.util.Map<String, Float> first = new java.util.TreeMap<>();
+      for (var row : got) {
+        byte[] d = (byte[]) row.get(1);
+        first.put(row.getString(0), java.nio.ByteBuffer.wrap(d).order(java.nio.ByteOrder.LITTLE_ENDIAN).getFloat(0));
+      }
+      assertThat(first).as(layout).containsExactlyInAnyOrderEntriesOf(java.util.Map.of("day=1/" + file + "[0]", 0f,
+          "day=1/" + file + "[1]", 1f, "day=1/" + file + "[2]", 2f));
+    }
+  }
 }

@@ -95,7 +95,8 @@ public final class NpyVolumeWriter implements AutoCloseable {
       throw new BadRecordException(record, "its id cannot name an output .npy file (it must be non-empty, not start"
           + " with '.', and hold no '/', '\\\\' or control characters); write Parquet output instead");
     }
-    return id + ".npy";
+    // an id that names a .npy file already (a .npy input's, written across rows) keeps its name
+    return id.endsWith(".npy") ? id : id + ".npy";
   }
 
   private void open(VolumeSource item, VolumeShape outShape) throws IOException {
@@ -128,6 +129,10 @@ public final class NpyVolumeWriter implements AutoCloseable {
     Path target = new Path(root.toString() + "/" + fileName(id, record));
     try (InputStream in = Files.newInputStream(file.toPath()); OutputStream os = ChannelOutputFile.of(target, conf).create(0)) {
       in.transferTo(os);
+    } catch (java.nio.file.FileAlreadyExistsException | org.apache.hadoop.fs.FileAlreadyExistsException e) {
+      throw new BadRecordException(record, "its output file " + fileName(id, record) + " is written by another record"
+          + " already: each id names one .npy file (an id and the same id with .npy name the same one), so ids must be"
+          + " unique; give each volume its own id or write Parquet output", e);
     } finally {
       Files.deleteIfExists(file.toPath());
       file = null;

@@ -47,6 +47,8 @@ public final class ParquetBatchWriter implements AutoCloseable {
   private final MessageType schema;
   private final MessageType small;
   private final List<String> passthrough;
+  /** The output has an id column the input rows do not carry: it is written from each volume's {@code outputId()}. */
+  private final boolean idFromSource;
   private final ColumnDescriptor data;
   private final CompressionCodecName codec;
   private final CodecFactory codecs;
@@ -91,6 +93,7 @@ public final class ParquetBatchWriter implements AutoCloseable {
     List<Type> fields = schema.getFields();
     this.small = new MessageType(schema.getName(), fields.subList(0, fields.size() - 1));
     this.passthrough = spec.passthrough();
+    this.idFromSource = small.containsField(TensorLayout.ID) && !passthrough.contains(TensorLayout.ID);
     this.data = schema.getColumnDescription(new String[] {TensorLayout.DATA});
     this.codec = CompressionCodecName.valueOf(spec.codec());
     this.codecs = new CodecFactory(conf, 1 << 20);
@@ -259,16 +262,15 @@ public final class ParquetBatchWriter implements AutoCloseable {
   }
 
   private void writePassthrough(RecordConsumer rc, VolumeSource v) {
-    if (passthrough.isEmpty()) {
-      return;
-    }
-    Group g = v.passThrough();
-    if (g == null) {
-      // .npy input written as Parquet: the only leading column is the id
+    if (idFromSource) {
+      // .npy input, or Parquet input without an id column: the id names the volume (path or path[i])
       int idField = small.getFieldIndex(TensorLayout.ID);
       rc.startField(TensorLayout.ID, idField);
       rc.addBinary(Binary.fromString(v.outputId()));
       rc.endField(TensorLayout.ID, idField);
+    }
+    Group g = v.passThrough();
+    if (passthrough.isEmpty() || g == null) {
       return;
     }
     GroupType gt = g.getType();

@@ -93,16 +93,18 @@ public final class ParquetVolumeInput implements VolumeInput {
     private final Group group;
     private final String record;
     private final ParquetSplit from;
+    private final long index;
     private VolumeShape shape;
     private VolumeShape whole;
     private int[] planes;
     private int dataLength = -1;
     private boolean consumed;
 
-    Row(Group group, String record, ParquetSplit from) {
+    Row(Group group, String record, ParquetSplit from, long index) {
       this.group = group;
       this.record = record;
       this.from = from;
+      this.index = index;
     }
 
     /** The row's small columns (the row schema of the layout), or null when the file has none. */
@@ -125,11 +127,22 @@ public final class ParquetVolumeInput implements VolumeInput {
       return group;
     }
 
-    /** The row's id column when it has one (an output file named by volume takes it), else its record. */
+    /**
+     * The row's id column when it has one (an output file named by volume takes it); in a file without
+     * an id column, its path below the input root and its row, {@code sub/file.parquet[3]}, as a .npy
+     * file's volumes are named; else (a null id) its record.
+     */
     @Override
     public String outputId() {
       String id = RowValues.id(group);
-      return id != null ? id : record;
+      if (id != null) {
+        return id;
+      }
+      if (group == null || !group.getType().containsField(TensorLayout.ID)) {
+        String name = from.path().substring(from.path().lastIndexOf('/') + 1);
+        return (from.relative().isEmpty() ? "" : from.relative() + "/") + name + "[" + index + "]";
+      }
+      return record;
     }
 
     @Override
@@ -231,15 +244,16 @@ public final class ParquetVolumeInput implements VolumeInput {
       if (!tensor.ensure(gate, false)) {
         throw new PageGate.Refused();
       }
+      long row = rowInFile - 1; // counted as read: 0 for the file's first row
       if (tensor.repetition() != 0) {
         throw new CorruptInputException(split.path() + ": column " + String.join(".", leaf.getPath())
-            + " does not start a new row where row " + rowInFile + " begins");
+            + " does not start a new row where row " + row + " begins");
       }
       pendingRowRead = false;
       volumes++;
       String id = RowValues.id(pendingRow);
-      String rec = id != null ? "id=" + id : "row " + rowInFile + " of " + split.path();
-      last = new Row(pendingRow, rec, split);
+      String rec = id != null ? "id=" + id : "row " + row + " of " + split.path();
+      last = new Row(pendingRow, rec, split, row);
       return last;
     }
   }

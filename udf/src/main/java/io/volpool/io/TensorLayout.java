@@ -182,6 +182,11 @@ public final class TensorLayout implements Serializable {
     return isBinary() ? inputSchema().getColumnDescription(new String[] {DATA}) : listLeaf(inputSchema(), tensorColumn);
   }
 
+  /** True when the input has an {@code id} column; without one the output's ids are {@code path[row]}. */
+  public boolean hasId() {
+    return inputSchema().containsField(ID);
+  }
+
   /** Top-level input columns copied to the output, in input order. */
   public List<String> passthrough() {
     return passthrough;
@@ -200,11 +205,15 @@ public final class TensorLayout implements Serializable {
   }
 
   /**
-   * Pass-through columns in input order, then {@code shape}, {@code dtype}, ({@code d0}, {@code d1}
+   * {@code id} when the input has none, pass-through columns in input order, then {@code shape}, {@code dtype}, ({@code d0}, {@code d1}
    * when {@code planeRows}), {@code data}.
    */
   public MessageType outputSchema(boolean planeRows) {
     List<Type> out = new ArrayList<>();
+    if (!hasId()) {
+      // every output row says which volume it holds: path[row] where the input names none
+      out.add(Types.required(PrimitiveTypeName.BINARY).as(LogicalTypeAnnotation.stringType()).named(ID));
+    }
     for (String p : passthrough) {
       out.add(inputSchema().getType(p));
     }

@@ -385,7 +385,10 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
       Path target = child(toDir, from.getPath().getName());
       if (from.isFile()) {
         if (fs.exists(target)) {
-          fs.delete(target, true);
+          // two committed tasks wrote one name: part files never collide, .npy files named by id do
+          throw new io.volpool.io.BadRecordException("output file " + target.getName(), "two tasks wrote it: each id"
+              + " names one .npy file (an id and the same id with .npy name the same one), so ids must be unique; give"
+              + " each volume its own id or write Parquet output");
         }
         if (!fs.rename(from.getPath(), target)) {
           throw new IOException("could not move " + from.getPath() + " to " + target);

@@ -107,9 +107,8 @@ public final class PlaneRowPlanner {
   public static void requireUniqueIds(String input, TensorLayout layout, Configuration conf) throws IOException {
     String why = "with output across rows (" + io.volpool.conf.VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows) a"
         + " reader finds each volume's rows by its id";
-    if (!layout.inputSchema().containsField(TensorLayout.ID)) {
-      throw new io.volpool.conf.SettingsException("the input " + input + " has no 'id' column, but " + why
-          + "; add an id column or write one row per volume (output.layout=volume)");
+    if (!layout.hasId()) {
+      return; // each volume's id is its path[row]: unique
     }
     Path root = new Path(input);
     List<FileStatus> files = InputPlanner.list(root, conf, n -> true, "Parquet", new ArrayList<>());
