@@ -31,6 +31,8 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
   private final List<String> offered = new ArrayList<>();
   private final Thread thread;
   private final ExecutorExits exits;
+  /** Why no worker of a standalone master can ever hold one executor, once the master said so; null until then. */
+  private volatile String neverFits;
   /** Executors that ended before any registered: this many and the job fails without waiting for the timeout. */
   static final int EXITS_BEFORE_FAILING = 3;
 
@@ -67,16 +69,27 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
 
   private void watch() {
     long until = System.currentTimeMillis() + timeoutMillis;
-    while (!started.get() && System.currentTimeMillis() < until && !executorsDieAtStart()) {
+    long nextAsk = System.currentTimeMillis() + 3000;
+    while (!started.get() && System.currentTimeMillis() < until && !executorsDieAtStart() && neverFits == null) {
       try {
         Thread.sleep(500);
       } catch (InterruptedException e) {
         return;
       }
+      boolean none;
+      synchronized (offered) {
+        none = offered.isEmpty();
+      }
+      if (none && System.currentTimeMillis() >= nextAsk) {
+        // a request no worker can ever hold fails now and as a settings error: waiting or retrying cannot help
+        neverFits = StandaloneWorkers.neverFits(sc).orElse(null);
+        nextAsk = System.currentTimeMillis() + 5000;
+      }
     }
     if (!started.get() && fired.compareAndSet(false, true)) {
-      LOG.error("volpool: no task started{}; cancelling the job", executorsDieAtStart()
-          ? ": " + exits.removals().size() + " executors ended as they started" : " within " + timeoutMillis / 1000 + " s");
+      LOG.error("volpool: no task started{}; cancelling the job", neverFits != null ? ": no worker can hold one executor"
+          : executorsDieAtStart() ? ": " + exits.removals().size() + " executors ended as they started"
+          : " within " + timeoutMillis / 1000 + " s");
       // the job may not be submitted yet (executors can die before it is): cancel until this watch is closed
       while (true) {
         sc.cancelAllJobs();
@@ -116,6 +129,12 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
     synchronized (offered) {
       seen = offered.isEmpty() ? "no executor registered at all" : String.join("; ", offered);
     }
+    if (neverFits != null) {
+      return new ClusterResourceException("no executor can start on " + sc.master() + ": each asks for " + requested
+          + " at once and no worker has them: " + neverFits + " (a worker's --cores, --memory and GPUs, as the master"
+          + " registered them). Lower the request to fit a worker (or run with " + VolpoolOptions.DEVICE.key()
+          + "=cpu and no spark.executor.resource.gpu.*), or add larger workers; a rerun as it is fails the same way", true);
+    }
     List<String> died = exits.removals();
     if (offered.isEmpty() && !died.isEmpty()) {
       // executors were launched and ended before registering: the cluster has the resources, the executor cannot start
@@ -143,11 +162,28 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
   }
 
   /** The cluster never gave the job an executor it could run on. */
-  static final class ClusterResourceException extends IllegalStateException {
+  static final class ClusterResourceException extends IllegalStateException implements io.volpool.conf.VolpoolFailure {
     private static final long serialVersionUID = 1L;
+    private final boolean neverFits;
 
     ClusterResourceException(String message) {
+      this(message, false);
+    }
+
+    ClusterResourceException(String message, boolean neverFits) {
       super(message);
+      this.neverFits = neverFits;
+    }
+
+    /** No worker can ever hold the request: a settings error (exit 2), not one a retry can fix; else exit 1. */
+    @Override
+    public io.volpool.conf.ExitCode exit() {
+      return neverFits ? io.volpool.conf.ExitCode.SETTINGS : io.volpool.conf.ExitCode.FAILED;
+    }
+
+    @Override
+    public String advice() {
+      return neverFits ? "nothing was written; the cluster cannot run this request: see \"On a cluster\" in README.md" : null;
     }
   }
 }

@@ -4,7 +4,9 @@ import io.volpool.exec.Backends;
 import io.volpool.backend.DeviceUnavailableException;
 import io.volpool.job.io.NoInputException;
 import io.volpool.job.config.JobSettings;
+import io.volpool.conf.ExitCode;
 import io.volpool.conf.SettingsException;
+import io.volpool.conf.VolpoolFailure;
 import io.volpool.conf.VolpoolOptions;
 import io.volpool.io.BadRecordException;
 import io.volpool.io.CorruptInputException;
@@ -33,11 +35,11 @@ import scala.Tuple2;
  * may retry).
  */
 public final class VolpoolMain {
-  public static final int EXIT_OK = 0;
-  public static final int EXIT_FAILED = 1;
-  public static final int EXIT_SETTINGS = 2;
-  public static final int EXIT_BAD_RECORD = 3;
-  public static final int EXIT_ENVIRONMENT = 4;
+  public static final int EXIT_OK = ExitCode.OK.code();
+  public static final int EXIT_FAILED = ExitCode.FAILED.code();
+  public static final int EXIT_SETTINGS = ExitCode.SETTINGS.code();
+  public static final int EXIT_BAD_RECORD = ExitCode.BAD_INPUT.code();
+  public static final int EXIT_ENVIRONMENT = ExitCode.ENVIRONMENT.code();
   private static final Pattern NO_GPU = Pattern.compile(Pattern.quote(DeviceUnavailableException.PREFIX) + "[^\\n]*");
   private static final Pattern BAD_RECORD = Pattern.compile("(bad record [^\\n]*)");
 
@@ -95,10 +97,20 @@ public final class VolpoolMain {
           RunStatus.write(r.settings(), r.conf(), code, why, r.appId(), r.started(), r.err());
         }
         if (caught != null) {
+          boolean ended;
           try {
-            DONE.await(20, java.util.concurrent.TimeUnit.SECONDS);
+            // the main thread reports as the job's cancellation reaches it; a task that does not stop soon (a loaded
+            // machine, a long batch) must not keep the line and the status from being written before the JVM exits
+            ended = DONE.await(5, java.util.concurrent.TimeUnit.SECONDS);
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            ended = false;
+          }
+          if (!ended && r != null && claimReport()) {
+            int code = 128 + caught.getNumber();
+            r.err().println(stoppedLine(caught));
+            RunStatus.write(r.settings(), r.conf(), code, "stopped by SIG" + caught.getName() + " while the job ran",
+                r.appId(), r.started(), r.err());
           }
         }
       }, "volpool-status-on-signal"));
@@ -108,6 +120,18 @@ public final class VolpoolMain {
     record Running(JobSettings settings, SparkConf conf, String appId, java.time.Instant started, PrintStream err) {}
 
     private static volatile Running running;
+    private static final java.util.concurrent.atomic.AtomicBoolean REPORTED = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /** True for the one thread (main, or the shutdown hook) that reports a run stopped by a signal. */
+    static boolean claimReport() {
+      return REPORTED.compareAndSet(false, true);
+    }
+
+    static String stoppedLine(sun.misc.Signal signal) {
+      return "volpool: FAILED: stopped by SIG" + signal.getName() + (signal.getName().equals("INT") ? " (Ctrl-C)" : "")
+          + " while the job ran (exit code " + (128 + signal.getNumber()) + "); no output was written (the next run on"
+          + " this output removes what this one staged)";
+    }
 
     static void running(Running r) {
       running = r;
@@ -262,9 +286,10 @@ public final class VolpoolMain {
       sun.misc.Signal signal = Signals.caught();
       if (signal != null) {
         code = 128 + signal.getNumber();
-        err.println("volpool: FAILED: stopped by SIG" + signal.getName() + (signal.getName().equals("INT") ? " (Ctrl-C)"
-            : "") + " while the job ran (exit code " + code + "); no output was written (the next run on this output"
-            + " removes what this one staged)");
+        if (!Signals.claimReport()) {
+          return code; // the shutdown hook said it already
+        }
+        err.println(Signals.stoppedLine(signal));
         said.writeBytes(("volpool: FAILED: stopped by SIG" + signal.getName() + " while the job ran").getBytes(
             StandardCharsets.UTF_8));
       } else {
@@ -403,36 +428,21 @@ public final class VolpoolMain {
 
   /** Prints the cause a user can act on, and returns the exit code for it. */
   static int report(Throwable t, PrintStream err) {
+    // the first failure in the chain whose kind no retry can fix (settings, bad input, the environment) decides
     for (Throwable c = t; c != null; c = c.getCause()) {
-      if (c instanceof SettingsException) {
-        err.println("volpool: FAILED: invalid settings: " + text(c));
-        err.println("volpool: see the settings table in README.md, or run with --help");
-        return EXIT_SETTINGS;
+      if (c instanceof VolpoolFailure f && f.exit() != ExitCode.FAILED) {
+        err.println("volpool: FAILED: " + (f.line() == null ? text(c) : f.line()));
+        if (f.advice() != null) {
+          err.println("volpool: " + f.advice());
+        }
+        return f.exit().code();
       }
-      if (c instanceof MemoryBudgetException) {
-        err.println("volpool: FAILED: " + text(c));
-        err.println("volpool: nothing was written to the output; see \"Memory\" in README.md");
-        return EXIT_SETTINGS;
-      }
-      if (c instanceof NoInputException) {
-        err.println("volpool: FAILED: " + text(c));
-        err.println("volpool: nothing was written; point " + VolpoolOptions.INPUT.key() + " at a folder of Parquet files, or of .npy"
-            + " files with " + VolpoolOptions.INPUT_FORMAT.key() + "=npy");
-        return EXIT_BAD_RECORD;
-      }
+      // a task failure whose exception the driver could not rebuild keeps only its text
       Matcher gpu = NO_GPU.matcher(String.valueOf(c.getMessage()));
-      if (c instanceof DeviceUnavailableException || gpu.find()) {
-        // the same one line in every task of a JVM; the environment, not the data: a retry cannot help
-        err.println("volpool: FAILED: " + (c instanceof DeviceUnavailableException ? text(c) : gpu.group()));
-        err.println("volpool: nothing was written; run on a host with an NVIDIA GPU and driver (see \"On GPUs\" in"
-            + " README.md), or set " + VolpoolOptions.DEVICE.key() + "=auto or cpu");
+      if (gpu.find()) {
+        err.println("volpool: FAILED: " + gpu.group());
+        err.println("volpool: " + DeviceUnavailableException.ADVICE);
         return EXIT_ENVIRONMENT;
-      }
-      if (c instanceof BadRecordException || c instanceof CorruptInputException) {
-        err.println("volpool: FAILED: " + text(c));
-        err.println("volpool: no output was written; fix or remove that " + (c instanceof BadRecordException ? "record"
-            : "file") + " and rerun");
-        return EXIT_BAD_RECORD;
       }
     }
     for (Throwable c = t; c != null; c = c.getCause()) {
@@ -466,7 +476,7 @@ public final class VolpoolMain {
     Matcher m = BAD_RECORD.matcher(text);
     if (m.find()) {
       err.println("volpool: FAILED: " + m.group(1));
-      err.println("volpool: no output was written; fix or remove that record and rerun");
+      err.println("volpool: " + BadRecordException.ADVICE);
       return EXIT_BAD_RECORD;
     }
     Throwable root = t;

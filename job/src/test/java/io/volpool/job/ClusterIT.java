@@ -275,24 +275,44 @@ class ClusterIT {
   }
 
   @Test
-  void aGpuRequestOnWorkersWithoutGpusFailsClearly(@TempDir Path tmp) throws Exception {
+  void aGpuRequestOnWorkersWithoutGpusFailsAtOnceAsASettingsError(@TempDir Path tmp) throws Exception {
     Path out = tmp.resolve("gpu-out");
     int[] code = new int[1];
+    long t0 = System.nanoTime();
     String log = submit(tmp.resolve("gpu.log"), code,
         "spark.volpool.input=" + JobEndToEndTest.SEED.dir().resolve("volumes_binary.parquet"),
         "spark.volpool.output=" + out, "spark.volpool.fused.weights=" + JobEndToEndTest.SEED.model(),
         "spark.volpool.device=gpu", "spark.volpool.output.sharedFilesystem=true",
         "spark.executor.resource.gpu.amount=1", "spark.task.resource.gpu.amount=1",
         "spark.executor.resource.gpu.discoveryScript=" + ROOT.resolve("scripts/get-gpus-resources.sh"),
-        "spark.volpool.cluster.resourceTimeout=20");
-    assertThat(code[0]).as(log).isEqualTo(VolpoolMain.EXIT_FAILED);
-    assertThat(log).contains("no task could start on spark://127.0.0.1:" + port + " within 20 s")
-        .contains("spark.executor.resource.gpu.amount=1");
+        "spark.volpool.cluster.resourceTimeout=200");
+    double seconds = (System.nanoTime() - t0) / 1e9;
+    // no worker has a GPU: deterministic, so exit 2 (the DAG does not retry it) and well before the timeout
+    assertThat(code[0]).as(log).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    assertThat(seconds).as(log).isLessThan(150);
+    assertThat(log).contains("no executor can start on spark://127.0.0.1:" + port)
+        .contains("spark.executor.resource.gpu.amount=1").contains("127.0.0.1 has 0 gpu(s) of 1");
     assertThat(out).doesNotExist();
     Map<?, ?> status = RunStatus.read(RunStatus.path(new org.apache.hadoop.fs.Path(out.toUri())),
         new org.apache.hadoop.conf.Configuration());
     assertThat(status.get("status")).isEqualTo("failed");
-    assertThat(status.get("exit_code")).isEqualTo(1);
+    assertThat(status.get("exit_code")).isEqualTo(2);
+  }
+
+  @Test
+  void executorsLargerThanEveryWorkerNameEachShortfall(@TempDir Path tmp) throws Exception {
+    Path out = tmp.resolve("big-out");
+    int[] code = new int[1];
+    String log = submit(tmp.resolve("big.log"), code,
+        "spark.volpool.input=" + JobEndToEndTest.SEED.dir().resolve("volumes_binary.parquet"),
+        "spark.volpool.output=" + out, "spark.volpool.fused.weights=" + JobEndToEndTest.SEED.model(),
+        "spark.volpool.device=cpu", "spark.volpool.output.sharedFilesystem=true",
+        "spark.executor.cores=8", "spark.executor.memory=24g", "spark.volpool.cluster.resourceTimeout=200");
+    assertThat(code[0]).as(log).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    // the workers have 1 core and 4 GiB each
+    assertThat(log).contains("spark.executor.cores=8").contains("spark.executor.memory=24g")
+        .contains("127.0.0.1 has 1 core(s) of 8, 4096 MiB of 24576 MiB");
+    assertThat(out).doesNotExist();
   }
 
   @Test

@@ -4,8 +4,20 @@ package io.volpool.io;
  * A record of the input cannot be processed: its message names the record (row id or file path)
  * and the rule it broke. Fails the job; never skipped silently.
  */
-public class BadRecordException extends RuntimeException {
+public class BadRecordException extends RuntimeException implements io.volpool.conf.VolpoolFailure {
   private static final long serialVersionUID = 1L;
+  /** What the driver says after a bad record's line (also when it found the record only by its text). */
+  public static final String ADVICE = "no output was written; fix or remove that record and rerun";
+
+  @Override
+  public io.volpool.conf.ExitCode exit() {
+    return io.volpool.conf.ExitCode.BAD_INPUT;
+  }
+
+  @Override
+  public String advice() {
+    return ADVICE;
+  }
   private final String record;
 
   public BadRecordException(String record, String rule) {
