@@ -72,7 +72,7 @@ public final class Volpool {
     } catch (IllegalArgumentException e) {
       throw new SettingsException("Volpool.transform: " + e.getMessage(), e);
     }
-    RunSpec spec = VolpoolJob.runSpec(s, spark, pipeline, "rows", null, 0, false);
+    RunSpec spec = VolpoolJob.runSpec(s, spark, pipeline, null, null, 0, false);
     return in.mapPartitions(new RowTransform(spec, layout), Encoders.row(layout.outputSchema()));
   }
 

@@ -1,5 +1,8 @@
 package io.volpool.job;
 
+import io.volpool.conf.Device;
+import io.volpool.conf.FileFormat;
+import io.volpool.conf.OutputLayout;
 import io.volpool.backend.Phase;
 import io.volpool.io.CorruptInputException;
 import io.volpool.io.OutputSpec;
@@ -158,12 +161,12 @@ public final class VolpoolJob {
    * What executors need of a run, built from the settings here and only here (the job and
    * {@code Volpool.transform} both call it), so a setting reaches executors one way.
    *
-   * @param inputFormat {@code parquet}, {@code npy}, or {@code rows} (a DataFrame's rows)
+   * @param inputFormat how the input files store volumes; null for a DataFrame's rows
    * @param layout the Parquet input layout, null for .npy input and DataFrames
    * @param outputGap bytes left before each output volume (4 for Parquet values, 0 otherwise)
    * @param outputRows the output holds volumes across rows
    */
-  static RunSpec runSpec(JobSettings s, SparkSession spark, Pipeline pipeline, String inputFormat, TensorLayout layout,
+  static RunSpec runSpec(JobSettings s, SparkSession spark, Pipeline pipeline, FileFormat inputFormat, TensorLayout layout,
       int outputGap, boolean outputRows) {
     return new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuMemoryFraction(), s.memoryBudget(),
         inputFormat, layout, s.npyMaxHeaderBytes(), outputGap, s.outputRowBytes(), outputRows);
@@ -192,12 +195,12 @@ public final class VolpoolJob {
     if (local) {
       LocalTaskWarmUp.start(spark.sparkContext(), Math.max(1, spark.sparkContext().defaultParallelism()));
     }
-    if (local && !s.device().equals("cpu")) {
+    if (local && s.device() != Device.CPU) {
       // the driver is the executor: initialise CUDA, open the GPU, allocate the pinned pool and load Snappy while the
       // job plans (not for device=cpu: on 2 cores a warm-up thread beside the planning driver moved the first commit
       // by nothing)
       io.volpool.exec.Backends.warmInBackground(s.device(), cpuThreads(s, spark), s.gpuMemoryFraction(),
-          s.memoryBudget() > 0 ? s.memoryBudget() : io.volpool.memory.MemoryBudget.defaultLimit(), s.gpuPinnedPoolBytes(),
+          io.volpool.memory.MemoryBudget.bytesFor(s.memoryBudget()), s.gpuPinnedPoolBytes(),
           List.of());
     }
     Map<String, String> files = new LinkedHashMap<>();
@@ -207,7 +210,7 @@ public final class VolpoolJob {
     if (!inFs.exists(inputPath)) {
       throw new SettingsException(VolpoolOptions.INPUT.key() + "=" + s.input() + ": path not found");
     }
-    boolean npyIn = s.inputFormat().equals("npy");
+    boolean npyIn = s.inputFormat() == FileFormat.NPY;
     long maxPartition = spark.sparkContext().getConf().getSizeAsBytes("spark.sql.files.maxPartitionBytes", "128m");
     long openCost = spark.sparkContext().getConf().getSizeAsBytes("spark.sql.files.openCostInBytes", "4m");
     int cores = spark.sparkContext().defaultParallelism();
@@ -238,18 +241,18 @@ public final class VolpoolJob {
       LOG.info("volpool: {} input rows hold {} volume(s) stored across rows; they run in slabs along D",
           plan.rows(), plan.volumes());
     }
-    boolean npyOut = s.outputFormat().equals("npy");
+    boolean npyOut = s.outputFormat() == FileFormat.NPY;
     if (npyOut && !npyIn && !planeRows) {
       throw new SettingsException(VolpoolOptions.OUTPUT_FORMAT.key() + "=npy needs " + VolpoolOptions.INPUT_FORMAT.key()
           + "=npy (one output file per input file) or Parquet input of volumes stored across rows (one output file per"
           + " volume, named <id>.npy); " + s.input() + " holds one volume per row: write Parquet output");
     }
-    if (planeRows && s.outputLayout().equals("volume")) {
+    if (planeRows && s.outputLayout() == OutputLayout.VOLUME) {
       throw new SettingsException(VolpoolOptions.OUTPUT_LAYOUT.key() + "=volume: the input holds volumes stored across rows"
           + " (it has d0/d1 columns), which may be larger than one row can hold; they are written across rows (rows or auto)");
     }
     // across rows when the input is, or when asked: then a volume larger than output.rowBytes takes several rows
-    boolean rowsOut = !npyOut && (planeRows || s.outputLayout().equals("rows"));
+    boolean rowsOut = !npyOut && (planeRows || s.outputLayout() == OutputLayout.ROWS);
     if (rowsOut && !planeRows && !npyIn) {
       PlaneRowPlanner.requireUniqueIds(s.input(), layout, conf);
     }
@@ -264,8 +267,8 @@ public final class VolpoolJob {
     // the driver is the executor: a missing GPU is said once, in one line, rather than in a failed task's stack trace;
     // now when the warm-up has probed CUDA already, else beside the job's submission while CUDA initialises (0.1-0.3 s
     // on the H200, which the first tasks spend deserializing), and waited for before anything is committed
-    LocalGpuCheck gpuCheck = s.device().equals("gpu") && local ? LocalGpuCheck.start() : null;
-    if (local && !s.device().equals("cpu") && layout != null && !planeRows && !plan.tasks().isEmpty()) {
+    LocalGpuCheck gpuCheck = s.device() == Device.GPU && local ? LocalGpuCheck.start() : null;
+    if (local && s.device() != Device.CPU && layout != null && !planeRows && !plan.tasks().isEmpty()) {
       // the first wave's batches, made while the job is submitted rather than by its tasks all at once
       BatchWarmUp.start(spec, layout, plan.tasks().get(0), Math.min(plan.tasks().size(), cores), conf);
     }
@@ -419,7 +422,7 @@ public final class VolpoolJob {
       // microseconds: a GPU kernel over a small batch takes far less than a millisecond
       phases.put(ph.label(), Math.round(ns[ph.ordinal()] / 1e3) / 1e6);
     }
-    return new RunSummary("succeeded", s.input(), s.inputFormat(), out.output().toString(), s.outputFormat(),
+    return new RunSummary("succeeded", s.input(), s.inputFormat().toString(), out.output().toString(), s.outputFormat().toString(),
         p.describe(), backend, plan.volumes() >= 0 ? plan.volumes() : m.volumesRead().value(), committed.volumes(),
         m.volumesRead().value(), committed.rows(), committed.files(), m.bytesIn().value(),
         m.bytesOut().value(), m.batches().value(), m.slabbedVolumes().value(), plan.volumes(), secs, phases, spec.budgetBytes(), m.peakBudgetBytes().value(),

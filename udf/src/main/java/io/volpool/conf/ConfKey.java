@@ -102,6 +102,52 @@ public final class ConfKey<T> {
     });
   }
 
+  /**
+   * One of the enum's constants, named in lower case (any case accepted): a typed value, never a
+   * string compared elsewhere.
+   */
+  public static <E extends Enum<E>> ConfKey<E> option(String key, E defaultValue, Class<E> type, String doc) {
+    E[] all = type.getEnumConstants();
+    String[] names = Arrays.stream(all).map(ConfKey::name).toArray(String[]::new);
+    return new ConfKey<>(key, defaultValue == null ? null : name(defaultValue), doc, (k, v) -> {
+      String l = v.toLowerCase(Locale.ROOT);
+      for (E e : all) {
+        if (name(e).equals(l)) {
+          return e;
+        }
+      }
+      throw new SettingsException(k + " must be one of " + String.join(", ", names) + ", got '" + v + "'");
+    });
+  }
+
+  /** An option's name as a setting spells it: the constant in lower case. */
+  public static String name(Enum<?> e) {
+    return e.name().toLowerCase(Locale.ROOT);
+  }
+
+  /**
+   * The keys one class declares, in declaration order: each key is added as it is created
+   * ({@code KEY = KEYS.add(ConfKey.text(...))}), so no list of them is kept by hand. A key declared
+   * twice in a JVM fails that class's initialisation.
+   */
+  public static final class Declared {
+    private static final java.util.Set<String> ALL_KEYS = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.List<ConfKey<?>> keys = new java.util.ArrayList<>();
+
+    public synchronized <T> ConfKey<T> add(ConfKey<T> k) {
+      if (!ALL_KEYS.add(k.key())) {
+        throw new IllegalStateException("setting " + k.key() + " is declared twice");
+      }
+      keys.add(k);
+      return k;
+    }
+
+    /** Every key added so far, in order. */
+    public synchronized java.util.List<ConfKey<?>> all() {
+      return java.util.List.copyOf(keys);
+    }
+  }
+
   /** An integer in {@code [min, max]}. */
   public static ConfKey<Integer> integer(String key, String defaultValue, int min, int max, String doc) {
     return new ConfKey<>(key, defaultValue, doc, (k, v) -> {

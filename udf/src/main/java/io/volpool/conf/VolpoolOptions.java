@@ -22,50 +22,47 @@ public final class VolpoolOptions {
   private VolpoolOptions() {}
 
   public static final String PREFIX = "spark.volpool.";
+  /** Every key below, added as it is declared. */
+  private static final ConfKey.Declared KEYS = new ConfKey.Declared();
 
-  public static final ConfKey<String> INPUT = ConfKey.text(PREFIX + "input", null,
-      "Input path: a Parquet file or directory, or an .npy file or directory (searched recursively). Required.");
-  public static final ConfKey<String> INPUT_FORMAT = ConfKey.choice(PREFIX + "input.format", "parquet",
-      "`parquet` (one volume per row) or `npy` (one volume `[C,D,H,W]` or a batch `[N,C,D,H,W]` per file).", "parquet", "npy");
-  public static final ConfKey<String> INPUT_TENSOR_COLUMN = ConfKey.text(PREFIX + "input.tensorColumn", null,
-      "Parquet column holding `array<float>` tensors (pyarrow `arrow.fixed_shape_tensor`); unset: binary `data` column, else the only `array<float>` column.");
-  public static final ConfKey<String> INPUT_TENSOR_SHAPE = ConfKey.text(PREFIX + "input.tensorShape", null,
-      "`C,D,H,W` of every tensor in the tensor column; unset: read from the file's `ARROW:schema` metadata.");
-  public static final ConfKey<String> OUTPUT = ConfKey.text(PREFIX + "output", null,
-      "Output directory. Required.");
-  public static final ConfKey<String> OUTPUT_FORMAT = ConfKey.choice(PREFIX + "output.format", null,
-      "`parquet` or `npy`; unset: the input format. `npy` output needs `npy` input (one output file per input file) or Parquet input of volumes stored across rows (one `<id>.npy` per volume).", "parquet", "npy");
-  public static final ConfKey<String> OUTPUT_COMPRESSION = ConfKey.choice(PREFIX + "output.compression", "none",
+  public static final ConfKey<String> INPUT = KEYS.add(ConfKey.text(PREFIX + "input", null,
+      "Input path: a Parquet file or directory, or an .npy file or directory (searched recursively). Required."));
+  public static final ConfKey<FileFormat> INPUT_FORMAT = KEYS.add(ConfKey.option(PREFIX + "input.format", FileFormat.PARQUET,
+      FileFormat.class, "`parquet` (one volume per row) or `npy` (one volume `[C,D,H,W]` or a batch `[N,C,D,H,W]` per file)."));
+  public static final ConfKey<String> INPUT_TENSOR_COLUMN = KEYS.add(ConfKey.text(PREFIX + "input.tensorColumn", null,
+      "Parquet column holding `array<float>` tensors (pyarrow `arrow.fixed_shape_tensor`); unset: binary `data` column, else the only `array<float>` column."));
+  public static final ConfKey<String> INPUT_TENSOR_SHAPE = KEYS.add(ConfKey.text(PREFIX + "input.tensorShape", null,
+      "`C,D,H,W` of every tensor in the tensor column; unset: read from the file's `ARROW:schema` metadata."));
+  public static final ConfKey<String> OUTPUT = KEYS.add(ConfKey.text(PREFIX + "output", null,
+      "Output directory. Required."));
+  public static final ConfKey<FileFormat> OUTPUT_FORMAT = KEYS.add(ConfKey.option(PREFIX + "output.format", null, FileFormat.class,
+      "`parquet` or `npy`; unset: the input format. `npy` output needs `npy` input (one output file per input file) or Parquet input of volumes stored across rows (one `<id>.npy` per volume)."));
+  public static final ConfKey<String> OUTPUT_COMPRESSION = KEYS.add(ConfKey.choice(PREFIX + "output.compression", "none",
       "Parquet output codec: `none`, `snappy`, `zstd`, `gzip` or `lz4`. Random-looking floats barely compress, and a"
-          + " codec holds a whole tensor page (512 MiB for a large volume) several times in memory.", "none", "snappy", "zstd", "gzip", "lz4");
-  public static final ConfKey<String> OUTPUT_LAYOUT = ConfKey.choice(PREFIX + "output.layout", "auto",
-      "Parquet output: `volume` (one row per volume), `rows` (volumes stored across rows: `d0`/`d1` columns, a volume"
+          + " codec holds a whole tensor page (512 MiB for a large volume) several times in memory.", "none", "snappy", "zstd", "gzip", "lz4"));
+  public static final ConfKey<OutputLayout> OUTPUT_LAYOUT = KEYS.add(ConfKey.option(PREFIX + "output.layout", OutputLayout.AUTO,
+      OutputLayout.class, "Parquet output: `volume` (one row per volume), `rows` (volumes stored across rows: `d0`/`d1` columns, a volume"
           + " larger than `output.rowBytes` in several rows), or `auto` (`rows` when the input is stored across rows, else"
-          + " `volume`).", "auto", "rows", "volume");
-  public static final ConfKey<Long> OUTPUT_ROW_BYTES = ConfKey.bytes(PREFIX + "output.rowBytes", "512m", 1L << 20, (1L << 31) - (1L << 20), false,
+          + " `volume`)."));
+  public static final ConfKey<Long> OUTPUT_ROW_BYTES = KEYS.add(ConfKey.bytes(PREFIX + "output.rowBytes", "512m", 1L << 20, (1L << 31) - (1L << 20), false,
       "between 1m and 2047m (a Parquet page holds at most 2 GiB)",
-      "With output stored across rows, the most data per row (whole planes; at least one plane per row).");
-  public static final ConfKey<String> MODE = ConfKey.choice(PREFIX + "output.mode", "errorifexists",
-      "`errorifexists` (fail if the output exists) or `overwrite` (replace it).", "errorifexists", "overwrite")
-      .formerly(PREFIX + "mode");
-  public static final ConfKey<String> DEVICE = ConfKey.choice(PREFIX + "device", "auto",
-      "`auto` (GPU when CUDA works, else CPU, logging why), `cpu`, or `gpu` (fail if no usable GPU).", "auto", "cpu", "gpu");
-  public static final ConfKey<Integer> BATCH_SIZE = ConfKey.integer(PREFIX + "batch.size", "0", 0, 1 << 20,
-      "Volumes per backend call; 0 chooses from the volume size (and free GPU memory).").formerly(PREFIX + "batchSize");
-  public static final ConfKey<Integer> CPU_THREADS = ConfKey.integer(PREFIX + "cpu.threads", "0", 0, 4096,
+      "With output stored across rows, the most data per row (whole planes; at least one plane per row)."));
+  public static final ConfKey<OutputMode> MODE = KEYS.add(ConfKey.option(PREFIX + "output.mode", OutputMode.ERRORIFEXISTS,
+      OutputMode.class, "`errorifexists` (fail if the output exists) or `overwrite` (replace it).")
+      .formerly(PREFIX + "mode"));
+  public static final ConfKey<Device> DEVICE = KEYS.add(ConfKey.option(PREFIX + "device", Device.AUTO, Device.class,
+      "`auto` (GPU when CUDA works, else CPU, logging why), `cpu`, or `gpu` (fail if no usable GPU)."));
+  public static final ConfKey<Integer> BATCH_SIZE = KEYS.add(ConfKey.integer(PREFIX + "batch.size", "0", 0, 1 << 20,
+      "Volumes per backend call; 0 chooses from the volume size (and free GPU memory).").formerly(PREFIX + "batchSize"));
+  public static final ConfKey<Integer> CPU_THREADS = KEYS.add(ConfKey.integer(PREFIX + "cpu.threads", "0", 0, 4096,
       "Threads of the CPU backend's shared pool per executor JVM; 0 = the executor's cores (`local[N]`: N;"
-          + " a cluster: `spark.executor.cores`, else the cores the executor's JVM sees).");
-  public static final ConfKey<Double> GPU_MEMORY_FRACTION = ConfKey.decimal(PREFIX + "gpu.memoryFraction", "0.6", 0.01, 0.95,
+          + " a cluster: `spark.executor.cores`, else the cores the executor's JVM sees)."));
+  public static final ConfKey<Double> GPU_MEMORY_FRACTION = KEYS.add(ConfKey.decimal(PREFIX + "gpu.memoryFraction", "0.6", 0.01, 0.95,
       "Share of each GPU's free memory (when the executor first uses it) that batches may take: each batch in flight"
-          + " holds its own device buffers and CUDA stream, and tasks wait for device memory instead of failing.");
-  public static final ConfKey<Long> MEMORY_BUDGET = ConfKey.bytes(PREFIX + "memory.budget", "auto", 16L << 20, Long.MAX_VALUE, true, "auto or at least 16m",
-      "Host memory per executor for volume data in flight (batch buffers, pinned on the GPU; input pages that cannot"
-          + " be streamed), e.g. `6g`; tasks wait for room. `auto`: half of the executor's heap. One request (a batch,"
-          + " a page) may take at most half. On YARN or Kubernetes add the budget to `spark.executor.memoryOverhead`"
-          + " when the GPU is used (pinned memory is off-heap).");
+          + " holds its own device buffers and CUDA stream, and tasks wait for device memory instead of failing."));
   /** Bytes of one allocation of the pinned pool ({@link #GPU_PINNED_POOL}); why this size: {@code CudaBackend.POOL_CHUNK}. */
   public static final long GPU_PINNED_POOL_CHUNK = 128L << 20;
-  public static final ConfKey<Long> GPU_PINNED_POOL = ConfKey.bytes(PREFIX + "gpu.pinnedPool.size", "0", 0, Long.MAX_VALUE, false,
+  public static final ConfKey<Long> GPU_PINNED_POOL = KEYS.add(ConfKey.bytes(PREFIX + "gpu.pinnedPool.size", "0", 0, Long.MAX_VALUE, false,
       "a size, 0 for none", "Pinned host memory each executor allocates once when it starts (with volpool's executor"
           + " plugin in `spark.plugins`, see \"Warm executors\"; in local mode when the job starts), beside opening its GPUs"
           + " and loading the kernels, so the first tasks do not wait for `cuMemHostAlloc` (milliseconds per block);"
@@ -73,20 +70,24 @@ public final class VolpoolOptions {
           + " the budget is useful, e.g. `4g`. It is allocated in chunks of " + (GPU_PINNED_POOL_CHUNK >> 20) + " MiB, each used as soon as it exists; a batch"
           + " whose buffers are larger than a chunk allocates them on its own. 0: none, each block is allocated when first"
           + " needed. Off-heap: add it to"
-          + " `spark.executor.memoryOverhead`.");
-  public static final ConfKey<Long> NPY_MAX_HEADER = ConfKey.bytes(PREFIX + "input.npy.maxHeaderSize", "10000", 128, 1 << 30, false,
+          + " `spark.executor.memoryOverhead`."));
+  public static final ConfKey<Long> MEMORY_BUDGET = KEYS.add(ConfKey.bytes(PREFIX + "memory.budget", "auto", 16L << 20, Long.MAX_VALUE, true, "auto or at least 16m",
+      "Host memory per executor for volume data in flight (batch buffers, pinned on the GPU; input pages that cannot"
+          + " be streamed), e.g. `6g`; tasks wait for room. `auto`: half of the executor's heap. One request (a batch,"
+          + " a page) may take at most half. On YARN or Kubernetes add the budget to `spark.executor.memoryOverhead`"
+          + " when the GPU is used (pinned memory is off-heap)."));
+  public static final ConfKey<Long> NPY_MAX_HEADER = KEYS.add(ConfKey.bytes(PREFIX + "input.npy.maxHeaderSize", "10000", 128, 1 << 30, false,
       "between 128 and 1g", "Largest .npy header accepted (numpy's `max_header_size`), e.g. `10000` or `64k`; larger headers"
-          + " are bad records.").formerly(PREFIX + "input.npy.maxHeaderBytes");
-  public static final ConfKey<Integer> RESOURCE_TIMEOUT = ConfKey.seconds(PREFIX + "cluster.resourceTimeout", "180s", 5, 86400,
-      "How long (e.g. `180s`, `10m`; a bare number is seconds) a job on a cluster waits for its first task to start (an executor with the requested resources) before"
-          + " it fails saying what it asked for and what the cluster offered.");
-  public static final ConfKey<Boolean> OUTPUT_SHARED_FS = ConfKey.bool(PREFIX + "output.sharedFilesystem", "false",
+          + " are bad records.").formerly(PREFIX + "input.npy.maxHeaderBytes"));
+  public static final ConfKey<Boolean> OUTPUT_SHARED_FS = KEYS.add(ConfKey.bool(PREFIX + "output.sharedFilesystem", "false",
       "`true` allows a `file:` output on a cluster master (only when that path is one shared filesystem on every"
-          + " host, e.g. NFS); otherwise such an output is refused, since executors would write to their own disks.");
+          + " host, e.g. NFS); otherwise such an output is refused, since executors would write to their own disks."));
+  public static final ConfKey<Integer> RESOURCE_TIMEOUT = KEYS.add(ConfKey.seconds(PREFIX + "cluster.resourceTimeout", "180s", 5, 86400,
+      "How long (e.g. `180s`, `10m`; a bare number is seconds) a job on a cluster waits for its first task to start (an executor with the requested resources) before"
+          + " it fails saying what it asked for and what the cluster offered."));
 
-  public static final List<ConfKey<?>> ALL = List.of(INPUT, INPUT_FORMAT, INPUT_TENSOR_COLUMN, INPUT_TENSOR_SHAPE, OUTPUT,
-      OUTPUT_FORMAT, OUTPUT_COMPRESSION, OUTPUT_LAYOUT, OUTPUT_ROW_BYTES, MODE, DEVICE, BATCH_SIZE, CPU_THREADS,
-      GPU_MEMORY_FRACTION, GPU_PINNED_POOL, MEMORY_BUDGET, NPY_MAX_HEADER, OUTPUT_SHARED_FS, RESOURCE_TIMEOUT);
+  /** Every key above, in declaration order. */
+  public static final List<ConfKey<?>> ALL = KEYS.all();
 
   /** Keys of earlier versions, with what replaced them (named in the error a stale key gets). */
   public static final java.util.Map<String, String> RENAMED = java.util.Map.of(

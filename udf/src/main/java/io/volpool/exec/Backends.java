@@ -36,9 +36,9 @@ public final class Backends {
    * @param budget the executor's memory budget, which the backend's buffer pools draw on
    * @throws IllegalStateException for {@code gpu} when no usable CUDA device exists, with the reason
    */
-  public static synchronized Backend get(String device, int cpuThreads, double gpuMemoryFraction, MemoryBudget budget) {
+  public static synchronized Backend get(io.volpool.conf.Device device, int cpuThreads, double gpuMemoryFraction, MemoryBudget budget) {
     // the GPU backend does not depend on the CPU threads: a warm-up that resolved them otherwise still finds it
-    String key = device.equals("gpu") ? device + "/" + gpuMemoryFraction : device + "/" + cpuThreads + "/" + gpuMemoryFraction;
+    String key = device == io.volpool.conf.Device.GPU ? device + "/" + gpuMemoryFraction : device + "/" + cpuThreads + "/" + gpuMemoryFraction;
     Backend b = CACHE.get(key);
     if (b != null && BUDGETS.get(key) != budget) {
       // the budget was resized between jobs of this JVM: the backend's pools must draw on the new one
@@ -57,12 +57,12 @@ public final class Backends {
     return b;
   }
 
-  private static Backend create(String device, int cpuThreads, double gpuMemoryFraction, MemoryBudget budget) {
+  private static Backend create(io.volpool.conf.Device device, int cpuThreads, double gpuMemoryFraction, MemoryBudget budget) {
     switch (device) {
-      case "cpu":
+      case CPU:
         LOG.info("volpool backend: CPU with {} threads (" + VolpoolOptions.DEVICE.key() + "=cpu)", cpuThreads);
         return CpuBackend.fast(cpuThreads, budget);
-      case "gpu":
+      case GPU:
         try {
           Backend g = CudaBackend.create(gpuMemoryFraction, budget);
           LOG.info("volpool backend: CUDA, {} device(s) visible (" + VolpoolOptions.DEVICE.key() + "=gpu)", g.deviceCount());
@@ -70,7 +70,7 @@ public final class Backends {
         } catch (CudaUnavailableException e) {
           throw new DeviceUnavailableException(e.getMessage(), null);
         }
-      case "auto":
+      case AUTO:
         try {
           Backend g = CudaBackend.create(gpuMemoryFraction, budget);
           LOG.info("volpool backend: CUDA, {} device(s) visible (" + VolpoolOptions.DEVICE.key() + "=auto found a GPU)", g.deviceCount());
@@ -83,7 +83,7 @@ public final class Backends {
           return CpuBackend.fast(cpuThreads, budget);
         }
       default:
-        throw new IllegalArgumentException(VolpoolOptions.DEVICE.key() + " must be auto, cpu or gpu, got '" + device + "'");
+        throw new AssertionError(device);
     }
   }
 
@@ -101,7 +101,7 @@ public final class Backends {
    *
    * @return the warm-up thread (tests join it)
    */
-  public static Thread warmInBackground(String device, int cpuThreads, double gpuMemoryFraction, long budgetBytes,
+  public static Thread warmInBackground(io.volpool.conf.Device device, int cpuThreads, double gpuMemoryFraction, long budgetBytes,
       long pinnedPoolBytes, java.util.List<String> gpuAddresses) {
     Thread t = new Thread(() -> {
       long t0 = System.nanoTime();

@@ -17,9 +17,9 @@ import java.util.Map;
  * @param metadata key-value metadata written into every Parquet footer
  * @param rowBytes with volumes stored across rows (the schema has {@code d0}/{@code d1}), the most data per row
  */
-public record OutputSpec(String format, String schema, List<String> passthrough, String codec, long rowGroupBytes,
+public record OutputSpec(io.volpool.conf.FileFormat format, String schema, List<String> passthrough, String codec, long rowGroupBytes,
     Map<String, String> metadata, long rowBytes) implements Serializable {
   public boolean isNpy() {
-    return format.equals("npy");
+    return format == io.volpool.conf.FileFormat.NPY;
   }
 }

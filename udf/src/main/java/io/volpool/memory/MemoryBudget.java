@@ -88,6 +88,14 @@ public final class MemoryBudget {
     }
   }
 
+  /**
+   * The budget of {@code spark.volpool.memory.budget} in this JVM: the setting's bytes, or for
+   * {@code auto} (0) half of this JVM's heap. Resolved here only: the executor's heap, not the driver's.
+   */
+  public static long bytesFor(long setting) {
+    return setting > 0 ? setting : defaultLimit();
+  }
+
   /** The default limit: half of this JVM's maximum heap. */
   public static long defaultLimit() {
     return Runtime.getRuntime().maxMemory() / 2;

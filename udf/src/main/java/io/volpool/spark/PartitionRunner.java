@@ -93,7 +93,7 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
       runner = new SlabVolumes(plan.volumes(), new PlaneRowsInput(spec.layout(), conf.value().get(), budget, state.times()), backend,
           device, spec.engine(), budget, state, task);
     } else {
-      VolumeInput input = spec.inputFormat().equals("npy")
+      VolumeInput input = spec.inputFormat() == io.volpool.conf.FileFormat.NPY
           ? new NpyVolumeInput(plan.files(), conf.value().get(), spec.npyMaxHeaderBytes(), state.times())
           : new ParquetVolumeInput(plan.splits(), spec.layout(), conf.value().get(), state.times());
       runner = new BatchRunner(input, backend, device, spec.engine(), budget, state, task, LOCAL_DIRS);

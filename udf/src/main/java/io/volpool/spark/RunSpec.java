@@ -9,20 +9,20 @@ import java.io.Serializable;
  * the pipeline (weights included), the device choice, batching, threads, the memory budget and how
  * the input is laid out. Small and serializable.
  *
- * @param device {@code auto}, {@code cpu} or {@code gpu}
+ * @param device where the kernels run
  * @param batchSize volumes per batch; 0 lets the backend choose from the shape (and free device memory)
  * @param cpuThreads threads of the CPU backend per executor JVM; 0: the executor's cores, resolved on the executor
  * @param gpuMemoryFraction share of each GPU's free memory that batches may take
  * @param memoryBudget bytes of the executor's memory budget; 0 means half of the executor's heap
- * @param inputFormat {@code parquet} or {@code npy}
+ * @param inputFormat how the input files store volumes; null for a DataFrame's rows
  * @param layout the Parquet input layout (null for .npy input)
  * @param npyMaxHeaderBytes the largest .npy header accepted
  * @param outputGap bytes the backend leaves before each output volume (4 for Parquet output, 0 for .npy)
  * @param outputRowBytes the most data bytes per output row of a volume stored across rows
  * @param outputRows the output holds volumes across rows (Parquet with d0/d1 columns)
  */
-public record RunSpec(Pipeline pipeline, String device, int batchSize, int cpuThreads, double gpuMemoryFraction, long memoryBudget,
-    String inputFormat, TensorLayout layout, int npyMaxHeaderBytes, int outputGap, long outputRowBytes, boolean outputRows)
+public record RunSpec(Pipeline pipeline, io.volpool.conf.Device device, int batchSize, int cpuThreads, double gpuMemoryFraction, long memoryBudget,
+    io.volpool.conf.FileFormat inputFormat, TensorLayout layout, int npyMaxHeaderBytes, int outputGap, long outputRowBytes, boolean outputRows)
     implements Serializable {
 
   /** What the engine needs of this run. */
@@ -51,7 +51,7 @@ public record RunSpec(Pipeline pipeline, String device, int batchSize, int cpuTh
 
   /** The executor's budget in bytes: the setting, or half of this JVM's heap (as the driver sees it). */
   public long budgetBytes() {
-    return memoryBudget > 0 ? memoryBudget : io.volpool.memory.MemoryBudget.defaultLimit();
+    return io.volpool.memory.MemoryBudget.bytesFor(memoryBudget);
   }
 
   /**

@@ -53,8 +53,8 @@ public final class VolpoolPlugin implements SparkPlugin {
     for (Tuple2<String, String> kv : conf.getAllWithPrefix(VolpoolOptions.PREFIX)) {
       values.put(VolpoolOptions.PREFIX + kv._1(), kv._2());
     }
-    String device = VolpoolOptions.DEVICE.get(values);
-    if (device.equals("cpu")) {
+    io.volpool.conf.Device device = VolpoolOptions.DEVICE.get(values);
+    if (device == io.volpool.conf.Device.CPU) {
       LOG.info("volpool plugin: {}=cpu, nothing to warm", VolpoolOptions.DEVICE.key());
       return null;
     }
@@ -67,6 +67,6 @@ public final class VolpoolPlugin implements SparkPlugin {
     int threads = RunSpec.executorThreads(VolpoolOptions.CPU_THREADS.get(values), conf,
         Runtime.getRuntime().availableProcessors());
     return Backends.warmInBackground(device, threads, VolpoolOptions.GPU_MEMORY_FRACTION.get(values),
-        budget > 0 ? budget : MemoryBudget.defaultLimit(), VolpoolOptions.GPU_PINNED_POOL.get(values), gpus);
+        MemoryBudget.bytesFor(budget), VolpoolOptions.GPU_PINNED_POOL.get(values), gpus);
   }
 }

@@ -1,6 +1,10 @@
 package io.volpool.job.config;
 
 import io.volpool.conf.ConfKey;
+import io.volpool.conf.Device;
+import io.volpool.conf.FileFormat;
+import io.volpool.conf.OutputLayout;
+import io.volpool.conf.OutputMode;
 import io.volpool.conf.SettingsException;
 import io.volpool.conf.VolpoolOptions;
 
@@ -16,7 +20,7 @@ import java.util.TreeMap;
 import java.util.stream.Collectors;
 
 /**
- * Typed, validated view of the job's {@code spark.volpool.*} settings, read once on the driver.
+ * The job's {@code spark.volpool.*} settings, parsed and checked once when made, into immutable typed values.
  * Precedence, highest first: {@code --conf} flags, then {@code --properties-file} entries, then
  * Spark's defaults file; a key set nowhere takes its default from {@link VolpoolOptions}. Unknown
  * {@code spark.volpool.*} keys are errors (a typo must not silently fall back to a default).
@@ -26,6 +30,8 @@ public final class JobSettings {
   private final Map<String, String> values;
 
   private final boolean forTransform;
+  /** Every value, parsed and checked once when the settings are made. */
+  private final Parsed p;
 
   public JobSettings(Map<String, String> conf) {
     this(conf, false);
@@ -102,7 +108,7 @@ public final class JobSettings {
                 .collect(Collectors.joining(", "))));
       }
     }
-    validate();
+    this.p = new Parsed();
   }
 
   /**
@@ -168,39 +174,58 @@ public final class JobSettings {
     return prev[b.length()];
   }
 
-  private void validate() {
-    if (!forTransform) {
-      input();
-      output();
-    }
-    inputFormat();
-    outputFormat();
-    mode();
-    outputCompression();
-    device();
-    stageNames();
-    // every setting parses and passes its own check, in the pipeline or not; operators check their
-    // cross-parameter rules (and read their files) when the pipeline is built
-    Operators.settings().forEach(k -> k.get(values));
-    batchSize();
-    cpuThreads();
-    gpuMemoryFraction();
-    gpuPinnedPoolBytes();
-    memoryBudget();
-    outputRowBytes();
-    outputLayout();
-    if (outputLayout().equals("rows") && outputFormat().equals("npy")) {
-      throw new SettingsException(VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows needs Parquet output (" + VolpoolOptions.OUTPUT_FORMAT.key()
-          + "=parquet): an .npy file holds one array");
-    }
-    npyMaxHeaderBytes();
-    outputSharedFilesystem();
-    resourceTimeoutSeconds();
-    tensorShape();
-  }
+  /**
+   * Parses every setting once, into the values below: each passes its own check, in the pipeline or
+   * not (operators check their cross-parameter rules, and read their files, when the pipeline is built).
+   */
+  private final class Parsed {
+    final String input = forTransform ? null : required(VolpoolOptions.INPUT);
+    final String output = forTransform ? null : required(VolpoolOptions.OUTPUT);
+    final FileFormat inputFormat = VolpoolOptions.INPUT_FORMAT.get(values);
+    final FileFormat outputFormat = java.util.Objects.requireNonNullElse(VolpoolOptions.OUTPUT_FORMAT.get(values), inputFormat);
+    final OutputMode mode = VolpoolOptions.MODE.get(values);
+    final String outputCompression = VolpoolOptions.OUTPUT_COMPRESSION.get(values);
+    final Device device = VolpoolOptions.DEVICE.get(values);
+    final List<String> stageNames = Operators.stageNames(values);
+    final boolean all = checkAll();
+    final int batchSize = VolpoolOptions.BATCH_SIZE.get(values);
+    final int cpuThreads = VolpoolOptions.CPU_THREADS.get(values);
+    final double gpuMemoryFraction = VolpoolOptions.GPU_MEMORY_FRACTION.get(values);
+    final long gpuPinnedPoolBytes = VolpoolOptions.GPU_PINNED_POOL.get(values);
+    final long memoryBudget = VolpoolOptions.MEMORY_BUDGET.get(values);
+    final long outputRowBytes = VolpoolOptions.OUTPUT_ROW_BYTES.get(values);
+    final OutputLayout outputLayout = VolpoolOptions.OUTPUT_LAYOUT.get(values);
+    final int npyMaxHeaderBytes = Math.toIntExact(VolpoolOptions.NPY_MAX_HEADER.get(values));
+    final boolean outputSharedFilesystem = VolpoolOptions.OUTPUT_SHARED_FS.get(values);
+    final int resourceTimeoutSeconds = VolpoolOptions.RESOURCE_TIMEOUT.get(values);
+    final String tensorColumn = VolpoolOptions.INPUT_TENSOR_COLUMN.raw(values);
+    final VolumeShape tensorShape = parseTensorShape();
 
-  private String raw(ConfKey<?> k) {
-    return k.raw(values);
+    Parsed() {
+      if (outputLayout == OutputLayout.ROWS && outputFormat == FileFormat.NPY) {
+        throw new SettingsException(VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows needs Parquet output ("
+            + VolpoolOptions.OUTPUT_FORMAT.key() + "=parquet): an .npy file holds one array");
+      }
+    }
+
+    private boolean checkAll() {
+      Operators.settings().forEach(k -> k.get(values));
+      return true;
+    }
+
+    private VolumeShape parseTensorShape() {
+      String v = VolpoolOptions.INPUT_TENSOR_SHAPE.raw(values);
+      if (v == null) {
+        return null;
+      }
+      try {
+        int[] d = Arrays.stream(v.split(",")).map(String::trim).mapToInt(Integer::parseInt).toArray();
+        return VolumeShape.of(d);
+      } catch (IllegalArgumentException e) {
+        throw new SettingsException(VolpoolOptions.INPUT_TENSOR_SHAPE.key() + " must be four positive integers C,D,H,W, got '"
+            + v + "'");
+      }
+    }
   }
 
   private <T> T required(ConfKey<T> k) {
@@ -212,67 +237,51 @@ public final class JobSettings {
   }
 
   public String input() {
-    return required(VolpoolOptions.INPUT);
+    return p.input;
   }
 
   public String output() {
-    return required(VolpoolOptions.OUTPUT);
+    return p.output;
   }
 
-  public String inputFormat() {
-    return VolpoolOptions.INPUT_FORMAT.get(values);
+  public FileFormat inputFormat() {
+    return p.inputFormat;
   }
 
-  public String outputFormat() {
-    String f = VolpoolOptions.OUTPUT_FORMAT.get(values);
-    return f == null ? inputFormat() : f;
+  public FileFormat outputFormat() {
+    return p.outputFormat;
   }
 
   /** The Parquet codec name Spark takes ({@code none} becomes {@code uncompressed}). */
   public String outputCompression() {
-    String c = VolpoolOptions.OUTPUT_COMPRESSION.get(values);
-    return c.equals("none") ? "uncompressed" : c;
+    return p.outputCompression.equals("none") ? "uncompressed" : p.outputCompression;
   }
 
-  /** {@code auto}, {@code rows} or {@code volume}: how Parquet output holds volumes (see {@link VolpoolOptions#OUTPUT_LAYOUT}). */
-  public String outputLayout() {
-    return VolpoolOptions.OUTPUT_LAYOUT.get(values);
+  /** How Parquet output holds volumes (see {@link VolpoolOptions#OUTPUT_LAYOUT}). */
+  public OutputLayout outputLayout() {
+    return p.outputLayout;
   }
 
   public String tensorColumn() {
-    return raw(VolpoolOptions.INPUT_TENSOR_COLUMN);
+    return p.tensorColumn;
   }
 
   /** The configured fixed tensor shape, or null. */
   public VolumeShape tensorShape() {
-    String v = raw(VolpoolOptions.INPUT_TENSOR_SHAPE);
-    if (v == null) {
-      return null;
-    }
-    try {
-      int[] d = Arrays.stream(v.split(",")).map(String::trim).mapToInt(Integer::parseInt).toArray();
-      return VolumeShape.of(d);
-    } catch (IllegalArgumentException e) {
-      throw new SettingsException(VolpoolOptions.INPUT_TENSOR_SHAPE.key() + " must be four positive integers C,D,H,W, got '"
-          + v + "'");
-    }
+    return p.tensorShape;
   }
 
   public boolean overwrite() {
-    return mode().equals("overwrite");
+    return p.mode == OutputMode.OVERWRITE;
   }
 
-  private String mode() {
-    return VolpoolOptions.MODE.get(values);
-  }
-
-  public String device() {
-    return VolpoolOptions.DEVICE.get(values);
+  public Device device() {
+    return p.device;
   }
 
   /** Stage names in order; empty for {@code identity}. */
   public List<String> stageNames() {
-    return Operators.stageNames(values);
+    return p.stageNames;
   }
 
   /** True for the settings of {@code Volpool.transform} (no input or output). */
@@ -286,50 +295,50 @@ public final class JobSettings {
   }
 
   public int batchSize() {
-    return VolpoolOptions.BATCH_SIZE.get(values);
+    return p.batchSize;
   }
 
   /** CPU threads per executor JVM; 0 means the executor's cores. */
   public int cpuThreads() {
-    return VolpoolOptions.CPU_THREADS.get(values);
+    return p.cpuThreads;
   }
 
   public double gpuMemoryFraction() {
-    return VolpoolOptions.GPU_MEMORY_FRACTION.get(values);
+    return p.gpuMemoryFraction;
   }
 
   /** Bytes of the pinned pool allocated when an executor (or, in local mode, the job) starts; 0: none. */
   public long gpuPinnedPoolBytes() {
-    return VolpoolOptions.GPU_PINNED_POOL.get(values);
+    return p.gpuPinnedPoolBytes;
   }
 
   public int npyMaxHeaderBytes() {
-    return Math.toIntExact(VolpoolOptions.NPY_MAX_HEADER.get(values));
+    return p.npyMaxHeaderBytes;
   }
 
   public int resourceTimeoutSeconds() {
-    return VolpoolOptions.RESOURCE_TIMEOUT.get(values);
+    return p.resourceTimeoutSeconds;
   }
 
   public boolean outputSharedFilesystem() {
-    return VolpoolOptions.OUTPUT_SHARED_FS.get(values);
+    return p.outputSharedFilesystem;
   }
 
   /** The memory budget in bytes; 0 for {@code auto} (half of each executor's heap). */
   public long memoryBudget() {
-    return VolpoolOptions.MEMORY_BUDGET.get(values);
+    return p.memoryBudget;
   }
 
   /** The most data bytes per output row of a volume stored across rows. */
   public long outputRowBytes() {
-    return VolpoolOptions.OUTPUT_ROW_BYTES.get(values);
+    return p.outputRowBytes;
   }
 
   /** Every effective {@code spark.volpool.*} value (defaults included), for the log and the summary. */
   public Map<String, String> effective() {
     Map<String, String> m = new TreeMap<>();
     for (ConfKey<?> k : Operators.settings()) {
-      String v = raw(k);
+      String v = k.raw(values);
       if (v != null) {
         m.put(k.key(), v);
       }

@@ -43,8 +43,9 @@ class SettingsDocTest {
   void defaultsAreValidAndTyped() throws Exception {
     JobSettings s = new JobSettings(Map.of("spark.volpool.input", "in", "spark.volpool.output", "out",
         "spark.volpool.pipeline", "avgpool3d", "spark.volpool.avgpool3d.kernelSize", "4"));
-    assertThat(s.device()).isEqualTo("auto");
-    assertThat(s.outputFormat()).isEqualTo("parquet");
+    assertThat(s.device()).isEqualTo(io.volpool.conf.Device.AUTO);
+    assertThat(s.outputFormat()).isEqualTo(io.volpool.conf.FileFormat.PARQUET);
+    assertThat(s.outputLayout()).isEqualTo(io.volpool.conf.OutputLayout.AUTO);
     // PyTorch's defaults: nn.AvgPool3d(4) is stride 4, padding 0
     assertThat(io.volpool.job.VolpoolJob.pipeline(s, new org.apache.hadoop.conf.Configuration()).stages().get(0).describe())
         .isEqualTo("avgpool3d(kernel=4, stride=4, padding=0, ceil_mode=false, count_include_pad=true)");
@@ -148,5 +149,46 @@ class SettingsDocTest {
     java.util.HashMap<String, String> c = new java.util.HashMap<>(m);
     c.put(k, v);
     return c;
+  }
+
+  /** Every key a class declares is in the full list: keys are added to it as they are declared, none kept by hand. */
+  @Test
+  void everyDeclaredKeyIsRegistered() throws Exception {
+    java.util.Set<String> registered = new java.util.HashSet<>();
+    io.volpool.ops.Operators.settings().forEach(k -> assertThat(registered.add(k.key())).as(k.key() + " once").isTrue());
+    List<Class<?>> declaring = List.of(VolpoolOptions.class, io.volpool.ops.Operators.class,
+        io.volpool.ops.avgpool3d.AvgPool3d.class, io.volpool.ops.maxpool3d.MaxPool3d.class, io.volpool.ops.fused.Fused.class);
+    int fields = 0;
+    for (Class<?> c : declaring) {
+      for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+        if (f.getType() == io.volpool.conf.ConfKey.class && java.lang.reflect.Modifier.isStatic(f.getModifiers())) {
+          f.setAccessible(true);
+          String key = ((io.volpool.conf.ConfKey<?>) f.get(null)).key();
+          assertThat(registered).as(c.getSimpleName() + "." + f.getName() + " (" + key + ") in Operators.settings()")
+              .contains(key);
+          fields++;
+        }
+      }
+    }
+    assertThat(fields).isEqualTo(registered.size());
+    // a second declaration of a key fails where it is made
+    io.volpool.conf.ConfKey.Declared d = new io.volpool.conf.ConfKey.Declared();
+    assertThatThrownBy(() -> d.add(io.volpool.conf.ConfKey.text(VolpoolOptions.DEVICE.key(), null, "again")))
+        .hasMessageContaining("spark.volpool.device is declared twice");
+  }
+
+  @Test
+  void optionsAreTypedAndSayTheirChoices() {
+    Map<String, String> base = Map.of("spark.volpool.input", "in", "spark.volpool.output", "out", "spark.volpool.pipeline",
+        "identity");
+    JobSettings s = new JobSettings(with(with(base, "spark.volpool.device", "GPU"), "spark.volpool.output.layout", "Rows"));
+    assertThat(s.device()).isEqualTo(io.volpool.conf.Device.GPU);
+    assertThat(s.outputLayout()).isEqualTo(io.volpool.conf.OutputLayout.ROWS);
+    JobSettings npy = new JobSettings(with(base, "spark.volpool.input.format", "npy"));
+    assertThat(npy.inputFormat()).isEqualTo(io.volpool.conf.FileFormat.NPY);
+    assertThat(npy.outputFormat()).as("unset: the input's").isEqualTo(io.volpool.conf.FileFormat.NPY);
+    assertThat(s.effective()).containsEntry("spark.volpool.device", "GPU");
+    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.output.layout", "planes")))
+        .hasMessage("spark.volpool.output.layout must be one of auto, rows, volume, got 'planes'");
   }
 }

@@ -14,16 +14,18 @@ public final class AvgPool3d implements Operator {
   public static final AvgPool3d OPERATOR = new AvgPool3d();
 
   private static final String P = VolpoolOptions.PREFIX + AvgPool3dSpec.NAME + ".";
-  public static final ConfKey<Integer> KERNEL = ConfKey.integer(P + "kernelSize", null, 1, Integer.MAX_VALUE,
+  /** Its settings, added as they are declared. */
+  private static final ConfKey.Declared KEYS = new ConfKey.Declared();
+  public static final ConfKey<Integer> KERNEL = KEYS.add(ConfKey.integer(P + "kernelSize", null, 1, Integer.MAX_VALUE,
       "AvgPool3d kernel_size. Required when the pipeline has `avgpool3d` (PyTorch has no default); the reference"
-          + " pool is 3 with stride 2 and padding 1.");
-  public static final ConfKey<Integer> STRIDE = ConfKey.integer(P + "stride", null, 1, Integer.MAX_VALUE,
-      "AvgPool3d stride; unset: the kernel size (as in PyTorch).");
-  public static final ConfKey<Integer> PADDING = ConfKey.integer(P + "padding", "0", 0, Integer.MAX_VALUE,
-      "AvgPool3d padding (at most half the kernel), as in PyTorch 0 unless set.");
-  public static final ConfKey<Boolean> CEIL = ConfKey.bool(P + "ceilMode", "false", "AvgPool3d ceil_mode.");
-  public static final ConfKey<Boolean> COUNT_PAD = ConfKey.bool(P + "countIncludePad", "true",
-      "AvgPool3d count_include_pad.");
+          + " pool is 3 with stride 2 and padding 1."));
+  public static final ConfKey<Integer> STRIDE = KEYS.add(ConfKey.integer(P + "stride", null, 1, Integer.MAX_VALUE,
+      "AvgPool3d stride; unset: the kernel size (as in PyTorch)."));
+  public static final ConfKey<Integer> PADDING = KEYS.add(ConfKey.integer(P + "padding", "0", 0, Integer.MAX_VALUE,
+      "AvgPool3d padding (at most half the kernel), as in PyTorch 0 unless set."));
+  public static final ConfKey<Boolean> CEIL = KEYS.add(ConfKey.bool(P + "ceilMode", "false", "AvgPool3d ceil_mode."));
+  public static final ConfKey<Boolean> COUNT_PAD = KEYS.add(ConfKey.bool(P + "countIncludePad", "true",
+      "AvgPool3d count_include_pad."));
 
   private AvgPool3d() {}
 
@@ -39,7 +41,7 @@ public final class AvgPool3d implements Operator {
 
   @Override
   public List<ConfKey<?>> settings() {
-    return List.of(KERNEL, STRIDE, PADDING, CEIL, COUNT_PAD);
+    return KEYS.all();
   }
 
   @Override

@@ -17,17 +17,19 @@ public final class Fused implements Operator {
   public static final Fused OPERATOR = new Fused();
 
   private static final String P = VolpoolOptions.PREFIX + FusedOp.NAME + ".";
-  public static final ConfKey<String> WEIGHTS = ConfKey.text(P + "weights", null,
-      "safetensors file of the fused model's PyTorch `state_dict`. Required when the pipeline has `fused`.");
-  public static final ConfKey<Integer> STRIDE = ConfKey.integer(P + "stride", null, 1, Integer.MAX_VALUE,
-      "ConvTranspose3d stride; unset: the model's `__metadata__`, else 2.");
-  public static final ConfKey<Integer> PADDING = ConfKey.integer(P + "padding", null, 0, Integer.MAX_VALUE,
-      "ConvTranspose3d padding; unset: the model's `__metadata__`, else 1.");
-  public static final ConfKey<Integer> OUTPUT_PADDING = ConfKey.integer(P + "outputPadding", null, 0, Integer.MAX_VALUE,
-      "ConvTranspose3d output_padding; unset: the model's `__metadata__`, else 0.");
-  public static final ConfKey<Integer> POOL_KERNEL = ConfKey.integer(P + "poolKernelSize", null, 1, Integer.MAX_VALUE,
+  /** Its settings, added as they are declared. */
+  private static final ConfKey.Declared KEYS = new ConfKey.Declared();
+  public static final ConfKey<String> WEIGHTS = KEYS.add(ConfKey.text(P + "weights", null,
+      "safetensors file of the fused model's PyTorch `state_dict`. Required when the pipeline has `fused`."));
+  public static final ConfKey<Integer> STRIDE = KEYS.add(ConfKey.integer(P + "stride", null, 1, Integer.MAX_VALUE,
+      "ConvTranspose3d stride; unset: the model's `__metadata__`, else 2."));
+  public static final ConfKey<Integer> PADDING = KEYS.add(ConfKey.integer(P + "padding", null, 0, Integer.MAX_VALUE,
+      "ConvTranspose3d padding; unset: the model's `__metadata__`, else 1."));
+  public static final ConfKey<Integer> OUTPUT_PADDING = KEYS.add(ConfKey.integer(P + "outputPadding", null, 0, Integer.MAX_VALUE,
+      "ConvTranspose3d output_padding; unset: the model's `__metadata__`, else 0."));
+  public static final ConfKey<Integer> POOL_KERNEL = KEYS.add(ConfKey.integer(P + "poolKernelSize", null, 1, Integer.MAX_VALUE,
       "AvgPool3d kernel_size (= stride) inside `fused`; unset: the model's `__metadata__`, else 2.")
-      .formerly(P + "poolKernel");
+      .formerly(P + "poolKernel"));
 
   private Fused() {}
 
@@ -44,7 +46,7 @@ public final class Fused implements Operator {
 
   @Override
   public List<ConfKey<?>> settings() {
-    return List.of(WEIGHTS, STRIDE, PADDING, OUTPUT_PADDING, POOL_KERNEL);
+    return KEYS.all();
   }
 
   @Override

@@ -14,15 +14,17 @@ public final class MaxPool3d implements Operator {
   public static final MaxPool3d OPERATOR = new MaxPool3d();
 
   private static final String P = VolpoolOptions.PREFIX + MaxPool3dSpec.NAME + ".";
-  public static final ConfKey<Integer> KERNEL = ConfKey.integer(P + "kernelSize", null, 1, Integer.MAX_VALUE,
-      "MaxPool3d kernel_size. Required when the pipeline has `maxpool3d` (PyTorch has no default).");
-  public static final ConfKey<Integer> STRIDE = ConfKey.integer(P + "stride", null, 1, Integer.MAX_VALUE,
-      "MaxPool3d stride; unset: the kernel size (as in PyTorch).");
-  public static final ConfKey<Integer> PADDING = ConfKey.integer(P + "padding", "0", 0, Integer.MAX_VALUE,
-      "MaxPool3d padding (at most half the kernel); padded cells never win.");
-  public static final ConfKey<Integer> DILATION = ConfKey.integer(P + "dilation", "1", 1, Integer.MAX_VALUE,
-      "MaxPool3d dilation: the window's cells are this far apart.");
-  public static final ConfKey<Boolean> CEIL = ConfKey.bool(P + "ceilMode", "false", "MaxPool3d ceil_mode.");
+  /** Its settings, added as they are declared. */
+  private static final ConfKey.Declared KEYS = new ConfKey.Declared();
+  public static final ConfKey<Integer> KERNEL = KEYS.add(ConfKey.integer(P + "kernelSize", null, 1, Integer.MAX_VALUE,
+      "MaxPool3d kernel_size. Required when the pipeline has `maxpool3d` (PyTorch has no default)."));
+  public static final ConfKey<Integer> STRIDE = KEYS.add(ConfKey.integer(P + "stride", null, 1, Integer.MAX_VALUE,
+      "MaxPool3d stride; unset: the kernel size (as in PyTorch)."));
+  public static final ConfKey<Integer> PADDING = KEYS.add(ConfKey.integer(P + "padding", "0", 0, Integer.MAX_VALUE,
+      "MaxPool3d padding (at most half the kernel); padded cells never win."));
+  public static final ConfKey<Integer> DILATION = KEYS.add(ConfKey.integer(P + "dilation", "1", 1, Integer.MAX_VALUE,
+      "MaxPool3d dilation: the window's cells are this far apart."));
+  public static final ConfKey<Boolean> CEIL = KEYS.add(ConfKey.bool(P + "ceilMode", "false", "MaxPool3d ceil_mode."));
 
   private MaxPool3d() {}
 
@@ -39,7 +41,7 @@ public final class MaxPool3d implements Operator {
 
   @Override
   public List<ConfKey<?>> settings() {
-    return List.of(KERNEL, STRIDE, PADDING, DILATION, CEIL);
+    return KEYS.all();
   }
 
   @Override
