@@ -78,7 +78,7 @@ class HardeningRound2Test {
     try (var f = new java.io.RandomAccessFile(huge.toFile(), "rw")) {
       f.setLength(20L << 30); // sparse: 20 GiB of zeros
     }
-    Path model = Path.of("..", "conf", "models", "fused_seed.safetensors");
+    Path model = JobEndToEndTest.SEED.model(); // the golden fused_seed model (also where the module is not the working directory)
     Path padded = tmp.resolve("padded.safetensors");
     Files.copy(model, padded);
     try (var f = new java.io.RandomAccessFile(padded.toFile(), "rw")) {
