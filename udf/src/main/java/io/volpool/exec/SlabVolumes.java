@@ -106,13 +106,13 @@ public final class SlabVolumes implements TaskRun {
           + spec.pipeline().describe() + ": " + e.getMessage());
     }
     VolumeShape out = plan.output();
-    int rowPlanes = OutputRows.rowPlanes(out, spec.outputRowBytes());
-    long outRow = OutputRows.rowBytes(out, rowPlanes);
     long inRow = v.rows().stream().mapToLong(r -> (long) (r.d1() - r.d0())).max().orElse(1)
         * v.shape().c() * v.shape().h() * v.shape().w() * Float.BYTES;
     // two input rows: one being read, one read ahead
-    long share = OutputRows.slabShare(budget, 2 * inRow, outRow);
-    int planes = backend.slabPlanes(plan, share, device);
+    SlabSizes sizes = SlabSizes.of(plan, backend, device, budget, 2 * inRow, spec.outputRowBytes(), false);
+    int rowPlanes = sizes.rowPlanes();
+    long share = sizes.share();
+    int planes = sizes.planes();
     if (planes < 1) {
       long one = backend.slabBytes(plan, 1);
       throw new io.volpool.memory.MemoryBudgetException("volume id=" + v.id() + " " + plan.input() + ": one output plane"

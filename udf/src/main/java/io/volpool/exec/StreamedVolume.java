@@ -38,13 +38,11 @@ final class StreamedVolume implements AutoCloseable {
       long rowBytes, MemoryBudget budget, TaskState task, ScratchMap scratch, java.util.function.LongConsumer planesDone) {
     PhaseTimes times = task.times();
     SlabPlan plan = new SlabPlan(pipeline, item.shape());
-    int rowPlanes = OutputRows.rowPlanes(plan.output(), rowBytes);
-    long outRow = OutputRows.rowBytes(plan.output(), rowPlanes);
-    long share = OutputRows.slabShare(budget, 0, outRow);
     boolean copy = pipeline.stages().isEmpty();
-    long planeBytes = (long) plan.output().c() * plan.output().h() * plan.output().w() * Float.BYTES;
-    int fit = copy ? (int) Math.min(Integer.MAX_VALUE, share / planeBytes) : backend.slabPlanes(plan, share, device);
-    int t = fit >= 1 ? Math.min(planes, fit) : planes;
+    // planes are read where they lie (or from one scratch copy): no input rows held beside the slabs
+    SlabSizes sizes = SlabSizes.of(plan, backend, device, budget, 0, rowBytes, copy);
+    int rowPlanes = sizes.rowPlanes();
+    int t = sizes.planes() >= 1 ? Math.min(planes, sizes.planes()) : planes;
     PlaneSource src = null;
     OutputRows rows = null;
     try {
