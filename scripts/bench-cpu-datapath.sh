@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU data-path benchmark (issue 15's CPU target): the identity job beside Spark's own read and
-# copy of the same files (../shared/bench/SparkCeiling.java), on this machine, in one run.
+# copy of the same files (SparkCeiling, built in bench/), on this machine, in one run.
 #
 #   scripts/bench-cpu-datapath.sh LOG_DIR [VOLUMES=24576] [FILES=24] [MASTER=local[2]]
 #
@@ -37,10 +37,8 @@ dd if="$(ls "$shm"/snappy/*.parquet | head -1)" of=/dev/null bs=8M 2>&1 | tail -
 python3 "$root/scripts/machine-limits.py" "$(ls "$shm"/snappy/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
 
 log "anchor: SparkCeiling ($master)"
-mkdir -p "$shm/ceiling-classes"
-javac -nowarn -cp "$CP" -d "$shm/ceiling-classes" "$root/../shared/bench/SparkCeiling.java" 2>>"$LOG"
 ceiling=${CEILING_DIR:-$shm}/ceiling
-java -Xmx8g $JAVA_OPENS -cp "$shm/ceiling-classes:$CP" SparkCeiling "$shm/snappy" "$ceiling" "$master" 2>&1 \
+java -Xmx8g $JAVA_OPENS -cp "$(ls "$root"/bench/target/volpool-bench-*[0-9T].jar):$CP" SparkCeiling "$shm/snappy" "$ceiling" "$master" 2>&1 \
   | grep -E "^(read_only|read_write_copy|row_mappartitions_copy)" | tee -a "$LOG"
 rm -rf "$ceiling-rows"
 if [ "${SNAPPY_ONLY:-0}" = 1 ]; then

@@ -59,15 +59,15 @@ log "machine: memcpy and read() by one thread (scripts/machine-limits.py)"
 python3 scripts/machine-limits.py "$(ls /dev/shm/ref-none/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
 
 log "anchors: SparkCeiling (Spark's own read and copy of ref-snappy)"
-"$J" -Xmx48g $JAVA_OPENS -cp ".stage/bench:$CP" SparkCeiling /dev/shm/ref-snappy /dev/shm/ceiling "local[16]" 2>&1 \
+"$J" -Xmx48g $JAVA_OPENS -cp "$CP" SparkCeiling /dev/shm/ref-snappy /dev/shm/ceiling "local[16]" 2>&1 \
   | grep -E "read_only|copy" | tee -a "$LOG"
 rm -rf /dev/shm/ceiling-*
 log "anchors: PinnedRead (raw data pages to pinned memory and the GPU, no Spark), 16 threads"
-"$J" -Xmx48g -cp ".stage/bench:$CP" PinnedRead /dev/shm/ref-snappy 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
+"$J" -Xmx48g -cp "$CP" PinnedRead /dev/shm/ref-snappy 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
 
 if [ "$INC" = 1 ]; then
   log "anchors: PinnedRead on the incompressible snappy set, 16 threads"
-  "$J" -Xmx48g -cp ".stage/bench:$CP" PinnedRead /dev/shm/ref-inc 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
+  "$J" -Xmx48g -cp "$CP" PinnedRead /dev/shm/ref-inc 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
   CPOLD=""
   [ -n "$OLD" ] && CPOLD="$(echo "$CP" | tr ':' '\n' | grep -v '/volpool-' | tr '\n' ':')$(ls "$OLD"/volpool-*.jar | tr '\n' ':')"
   for round in 1 2; do
@@ -113,10 +113,10 @@ rm -rf /tmp/o-disk /tmp/ref-disk /dev/shm/ref-zstd /dev/shm/ref-none
 log "memory: the same large volumes with -Xmx8g (the default) and local[16] done above; pyarrow reads our output:"
 
 log "large volumes: $BIG x [32,128,128,256] (512 MiB each), pyarrow uncompressed"
-python3 .stage/large_volume_anchor.py gen /dev/shm/big "$BIG" >>"$LOG" 2>&1
-python3 .stage/large_volume_anchor.py torch /dev/shm/big /dev/shm/big-torch 2>&1 | tee -a "$LOG"
+python3 bench/anchors/large_volume_anchor.py gen /dev/shm/big "$BIG" >>"$LOG" 2>&1
+python3 bench/anchors/large_volume_anchor.py torch /dev/shm/big /dev/shm/big-torch 2>&1 | tee -a "$LOG"
 rm -rf /dev/shm/big-torch
 job gpu-avgpool-big /dev/shm/big /dev/shm/big-out avgpool3d gpu 8g
-python3 .stage/large_volume_anchor.py check /dev/shm/big /dev/shm/big-out 2>&1 | tail -1 | tee -a "$LOG"
+python3 bench/anchors/large_volume_anchor.py check /dev/shm/big /dev/shm/big-out 2>&1 | tail -1 | tee -a "$LOG"
 rm -rf /dev/shm/big-out
 log "done"

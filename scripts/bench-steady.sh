@@ -121,7 +121,7 @@ log "machine: one JVM's 16 threads write 13.4 GB of pages into new /dev/shm file
 "$J" -XX:MaxDirectMemorySize=4g -cp "$CP" io.volpool.bench.WriteLimits /dev/shm/write-limits 16 800 2 2>&1 | tee -a "$LOG"
 rm -rf /dev/shm/write-limits
 log "anchor: PinnedRead on the snappy set (the 64 files), 16 threads"
-"$J" -Xmx48g -cp ".stage/bench:$CP" PinnedRead /dev/shm/base-inc 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
+"$J" -Xmx48g -cp "$CP" PinnedRead /dev/shm/base-inc 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
 
 CPOLD=""
 [ -n "$OLD" ] && CPOLD="$(echo "$CP" | tr ':' '\n' | grep -v '/volpool-' | tr '\n' ':')$(ls "$OLD"/volpool-*.jar | tr '\n' ':')"

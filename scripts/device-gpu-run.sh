@@ -127,14 +127,14 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
       conf/models/fused_seed.safetensors --only fused,pipeline 2>&1 | grep -E "_ms|check" | tee -a "$OUT/gpu-bench.log"
   done
   [ -n "${SKIP_TORCH:-}" ] || "$J" -Xmx8g -cp "$CP" io.volpool.bench.CpuBench conf/models/fused_seed.safetensors 1,16 2>&1 | tee "$OUT/cpu-bench.log"
-  [ -n "${SKIP_TORCH:-}" ] || PYTHONUNBUFFERED=1 python3 .stage/torch_anchors.py --json "$OUT/torch-anchors.json" 2>&1 | tee "$OUT/torch-anchors.log"
+  [ -n "${SKIP_TORCH:-}" ] || PYTHONUNBUFFERED=1 python3 bench/anchors/torch_anchors.py --json "$OUT/torch-anchors.json" 2>&1 | tee "$OUT/torch-anchors.log"
 fi
 if [ "$what" = maxpool ]; then
   # maxpool3d's kernels beside PyTorch's max_pool3d, in one call (docs/benchmarks.md "MaxPool3d")
   CP="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
   "$J" -Xmx24g -cp "$CP" io.volpool.bench.GpuBench conf/models/fused_seed.safetensors --only copy,maxpool,fused_maxpool,avgpool \
     --json "$OUT/gpu-bench-maxpool.json" 2>&1 | tee "$OUT/gpu-bench-maxpool.log"
-  PYTHONUNBUFFERED=1 python3 scripts/torch-maxpool-anchor.py --anchors .stage/torch_anchors.py \
+  PYTHONUNBUFFERED=1 python3 scripts/torch-maxpool-anchor.py --anchors bench/anchors/torch_anchors.py \
     --json "$OUT/torch-maxpool.json" 2>&1 | tee "$OUT/torch-maxpool.log"
 fi
 if [ "$what" = profile ]; then

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch's own figures for maxpool3d, run in the same device call as GpuBench's maxpool rows.
 
-    python3 scripts/torch-maxpool-anchor.py --anchors .stage/torch_anchors.py [--json FILE]
+    python3 scripts/torch-maxpool-anchor.py --anchors bench/anchors/torch_anchors.py [--json FILE]
 
-Reuses ../shared/bench/torch_anchors.py (its Fused model and CUDA-event bench()), and measures as it
+Reuses bench/anchors/torch_anchors.py (a copy of ../shared/bench/torch_anchors.py) (its Fused model and CUDA-event bench()), and measures as it
 does: the device-to-device copy bandwidth; F.max_pool3d(3, 2, 1) on [16,32,128,128,256] (eager, and
 its memory floor: input read once, output written once, over that bandwidth); the fused model then
 MaxPool3d(3, 2, 1) on batches of 128 reference volumes [3,16,32,32] (eager fp32).
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--anchors", default=".stage/torch_anchors.py")
+    ap.add_argument("--anchors", default="bench/anchors/torch_anchors.py")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--pool-shape", default="16,32,128,128,256")
     ap.add_argument("--json")
