@@ -110,7 +110,7 @@ final class CudaDevice implements AutoCloseable {
     try (InputStream in = CudaDevice.class.getResourceAsStream(FATBIN)) {
       if (in == null) {
         throw new IllegalStateException("kernel image " + FATBIN + " is missing from the classpath; rebuild with"
-            + " scripts/build-kernels.sh and mvn package");
+            + " scripts/device/build-kernels.sh and mvn package");
       }
       return in.readAllBytes();
     } catch (IOException e) {

@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
-/** Every .cu has a compiled kernel beside it, built from exactly its current text (scripts/build-kernels.sh). */
+/** Every .cu has a compiled kernel beside it, built from exactly its current text (scripts/device/build-kernels.sh). */
 class KernelBuildTest {
   /** The kernel sources, from the udf module (Maven) or the repository root (JUnit's console launcher). */
   static final Path KERNELS = Files.isDirectory(Paths.get("src/main/resources/kernels"))
@@ -34,10 +34,10 @@ class KernelBuildTest {
       String name = cu.getFileName().toString().replace(".cu", "");
       Path fatbin = KERNELS.resolve(name + ".fatbin");
       Path record = KERNELS.resolve(name + ".build.txt");
-      assertThat(fatbin).as("compiled kernel for " + cu + " (run scripts/build-kernels.sh)").exists();
+      assertThat(fatbin).as("compiled kernel for " + cu + " (run scripts/device/build-kernels.sh)").exists();
       assertThat(record).as("build record for " + cu).exists();
       String text = Files.readString(record);
-      assertThat(text).as(record + ": " + cu + " changed since its kernel was built; run scripts/build-kernels.sh")
+      assertThat(text).as(record + ": " + cu + " changed since its kernel was built; run scripts/device/build-kernels.sh")
           .contains("source_sha256: " + sha256(cu));
       assertThat(text).as(record + ": the fatbin is not the one this record built").contains("fatbin_sha256: " + sha256(fatbin));
       assertThat(text).contains("command: nvcc ").contains("code=sm_90");

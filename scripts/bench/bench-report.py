@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns one device run's files (gpu-bench.json, torch-anchors.json, cpu-bench.log) into the
 markdown table of docs/benchmarks.md: volpool beside PyTorch and the bandwidth floor, all measured
-in the same call. Usage: scripts/bench-report.py RUN_DIR"""
+in the same call. Usage: scripts/bench/bench-report.py RUN_DIR"""
 import json
 import os
 import re

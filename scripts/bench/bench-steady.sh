@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Steady state of the whole job (issue 15, item 5), in one call on the GPU machine after
-# scripts/device-gpu-run.sh has the staged runtime. The data path moves about 8 GB/s, so a run of 30 s needs
+# scripts/device/device-gpu-run.sh has the staged runtime. The data path moves about 8 GB/s, so a run of 30 s needs
 # 240 GB of input and 160 GB of output: more than the 128 GiB machine holds. So each input folder lists the
 # same 64 files REPEAT times (hard links: one copy of the bytes in /dev/shm, read REPEAT times from memory as
 # separate files would be) and the pipeline is fused,avgpool3d, whose output is 2/3 of its input.
@@ -21,7 +21,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 J=${J:-/tmp/stage/jre/bin/java}
-. "$(dirname "$0")/lib/java-opens.sh"
+. "$(dirname "$0")/../lib/java-opens.sh"
 CP=${CP:-"$(ls /tmp/stage/lib/*.jar | grep -v -e console-standalone -e -tests.jar | tr '\n' ':')"}
 LOG="$OUT/steady.log"
 SUM="$OUT/steady.jsonl"
@@ -66,8 +66,8 @@ EOF
 
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g | head -2; df -h /dev/shm | tail -1; date -u; } >>"$LOG" 2>&1
 log "datasets: $VOLS reference volumes in 64 files, uncompressed and incompressible snappy; $REPEAT hard links to each"
-python3 scripts/bench-data.py /dev/shm/base-none "$VOLS" 64 --compression none --no-dictionary --jobs 16 >>"$LOG" 2>&1
-python3 scripts/bench-data.py /dev/shm/base-inc "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 --incompressible >>"$LOG" 2>&1
+python3 scripts/bench/bench-data.py /dev/shm/base-none "$VOLS" 64 --compression none --no-dictionary --jobs 16 >>"$LOG" 2>&1
+python3 scripts/bench/bench-data.py /dev/shm/base-inc "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 --incompressible >>"$LOG" 2>&1
 for set in none inc; do
   mkdir -p /dev/shm/long-$set
   for f in /dev/shm/base-$set/*.parquet; do
@@ -114,7 +114,7 @@ print(f"dd copy, 16 processes, the 64 files into new files: {n} bytes in {s:.3f}
 subprocess.run(['rm', '-rf', '/dev/shm/dd-out'], check=True)
 EOF
 done
-python3 scripts/machine-limits.py "$(ls /dev/shm/base-none/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
+python3 scripts/bench/machine-limits.py "$(ls /dev/shm/base-none/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
 # the job's own way of writing, alone: 16 threads of one JVM write 30-byte headers and 131,076-byte pages into new
 # files, from a reused page and from a 64 MiB buffer (a batch's output, not in cache), without and with CRC-32
 log "machine: one JVM's 16 threads write 13.4 GB of pages into new /dev/shm files (io.volpool.bench.WriteLimits)"

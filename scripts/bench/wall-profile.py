@@ -5,7 +5,7 @@ in wall-clock mode, e.g. for the embedded job:
 
   VOLPOOL_JAVA_OPTS="-Xmx8g -agentpath:/path/libasyncProfiler.so=start,event=wall,interval=2ms,threads,collapsed,file=/tmp/wall.txt" \\
     scripts/volpool --conf ...
-  python3 scripts/wall-profile.py /tmp/wall.txt [INTERVAL_MS=2] [TOP=40]
+  python3 scripts/bench/wall-profile.py /tmp/wall.txt [INTERVAL_MS=2] [TOP=40]
 
 Counts only threads named "Executor task launch worker ...", leaving out the samples of such a thread
 parked in Spark's pool between tasks (SynchronousQueue), which are idle time, not a task's. Prints the

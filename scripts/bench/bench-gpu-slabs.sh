@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Slabs on the GPU (issue 13), in one call on the GPU machine after scripts/device-gpu-run.sh has the
+# Slabs on the GPU (issue 13), in one call on the GPU machine after scripts/device/device-gpu-run.sh has the
 # staged runtime; datasets on /dev/shm (the disk out of the figure):
 #  1. 64 reference volumes [32,128,128,256] (.npy, 512 MiB each, 32 GiB) through avgpool3d on the GPU,
 #     local[16]: whole (default budget), in slabs under a budget of 64 MiB (one eighth of a volume, for
@@ -15,7 +15,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 J=/tmp/stage/jre/bin/java
-. "$(dirname "$0")/lib/java-opens.sh"
+. "$(dirname "$0")/../lib/java-opens.sh"
 CP="$(ls /tmp/stage/lib/*.jar | grep -v -e console-standalone -e -tests.jar | tr '\n' ':')"
 LOG="$OUT/gpu-slabs.log"
 SUM="$OUT/gpu-slabs.jsonl"

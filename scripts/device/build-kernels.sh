@@ -5,7 +5,7 @@
 # KernelBuildTest fails when a .cu no longer matches its recorded hash: rerun this script and
 # commit both files. Needs nvcc 13 (the CUDA 13 toolkit); the GPU itself is not needed.
 set -euo pipefail
-cd "$(dirname "$0")/../udf/src/main/resources/kernels"
+cd "$(dirname "$0")/../../udf/src/main/resources/kernels"
 NVCC=${NVCC:-nvcc}
 command -v "$NVCC" >/dev/null || { echo "build-kernels: nvcc not found; install the CUDA 13 toolkit or set NVCC" >&2; exit 1; }
 for cu in *.cu; do

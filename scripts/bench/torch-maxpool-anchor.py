@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's own figures for maxpool3d, run in the same device call as GpuBench's maxpool rows.
 
-    python3 scripts/torch-maxpool-anchor.py --anchors bench/anchors/torch_anchors.py [--json FILE]
+    python3 scripts/bench/torch-maxpool-anchor.py --anchors bench/anchors/torch_anchors.py [--json FILE]
 
 Reuses bench/anchors/torch_anchors.py (a copy of ../shared/bench/torch_anchors.py) (its Fused model and CUDA-event bench()), and measures as it
 does: the device-to-device copy bandwidth; F.max_pool3d(3, 2, 1) on [16,32,128,128,256] (eager, and

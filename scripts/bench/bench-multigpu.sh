@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Several GPUs (issues 8, 17) on the 2-GPU machine, after the staged runtime is unpacked: the same VOLS
 # (default 262,144: 48 GiB, over 30 s of work for one GPU) reference volumes through (1) one GPU, local[16]; (2) a standalone cluster of two workers with one GPU
-# each; (3) one executor owning both GPUs. Outputs must be identical (scripts/output-checksum.py, pyarrow);
+# each; (3) one executor owning both GPUs. Outputs must be identical (scripts/bench/output-checksum.py, pyarrow);
 # throughput ratios and each run's phases go to $OUT/multigpu.log and $OUT/summaries.jsonl.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 J=/tmp/stage/jre/bin/java
-. "$(dirname "$0")/lib/java-opens.sh"
+. "$(dirname "$0")/../lib/java-opens.sh"
 CP="$(ls /tmp/stage/lib/*.jar | grep -v -e console-standalone -e -tests.jar -e -spark.jar | tr '\n' ':')"
 LOG="$OUT/multigpu.log"; SUM="$OUT/summaries.jsonl"
 VOLS=${VOLS:-262144}
@@ -32,13 +32,13 @@ summary() {  # NAME OUTPUT   (the run's log is $OUT/NAME.log)
   steady "$1"
   python3 -c "import json; d=json.load(open('$2/_volpool_summary.json')); d.pop('settings',None); d['run']='$1'; print(json.dumps(d))" >>"$SUM"
   python3 -c "import json; d=json.load(open('$2/_volpool_summary.json')); print('   ', '$1', d['volumes_in'], 'vol', d['wall_seconds'], 's', d['volumes_per_second'], 'vol/s', d['backend'], {k:v for k,v in d['phase_seconds_summed_over_tasks'].items() if v})" | tee -a "$LOG"
-  python3 scripts/output-checksum.py "$2" | sed "s/^/    $1 /" | tee -a "$LOG"
+  python3 scripts/bench/output-checksum.py "$2" | sed "s/^/    $1 /" | tee -a "$LOG"
   rm -rf "$2"  # /dev/shm holds the input and one output at a time
 }
 nvidia-smi --query-gpu=index,name,memory.total --format=csv >>"$LOG" 2>&1; nproc >>"$LOG"
 log "dataset"
 REF=${REF:-/dev/shm/ref-snappy}
-[ -d "$REF" ] || python3 scripts/bench-data.py "$REF" "$VOLS" "$FILES" --compression snappy --no-dictionary --jobs "$(nproc)" >>"$LOG" 2>&1
+[ -d "$REF" ] || python3 scripts/bench/bench-data.py "$REF" "$VOLS" "$FILES" --compression snappy --no-dictionary --jobs "$(nproc)" >>"$LOG" 2>&1
 du -sh "$REF" | tee -a "$LOG"
 W=conf/models/fused_seed.safetensors
 log "one GPU, local[16]"

@@ -2,12 +2,12 @@
 # The data-path benchmark of the whole job on the GPU machine (issue 6), in one call, beside its anchors:
 # Spark's own Parquet read/copy of the same files (SparkCeiling), raw pages to pinned memory and the GPU
 # (PinnedRead), and pyarrow + PyTorch on 512 MiB volumes (large_volume_anchor.py). Datasets on /dev/shm,
-# and the reference set once on local disk. Runs after scripts/device-gpu-run.sh has the staged runtime.
+# and the reference set once on local disk. Runs after scripts/device/device-gpu-run.sh has the staged runtime.
 # Writes $OUT/datapath.log and $OUT/summaries.jsonl (one run summary per line). See docs/benchmarks.md.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 J=/tmp/stage/jre/bin/java
-. "$(dirname "$0")/lib/java-opens.sh"
+. "$(dirname "$0")/../lib/java-opens.sh"
 CP="$(ls /tmp/stage/lib/*.jar | grep -v -e console-standalone -e -tests.jar | tr '\n' ':')"
 LOG="$OUT/datapath.log"
 SUM="$OUT/summaries.jsonl"
@@ -45,18 +45,18 @@ job() {
 log "datasets ($VOLS reference volumes, 64 files, row groups of 128, pyarrow)"
 # no dictionary: PinnedRead then reads the real values (with pyarrow's default dictionary the data pages hold
 # only indices and the values sit in dictionary pages, which PinnedRead does not read)
-python3 scripts/bench-data.py /dev/shm/ref-snappy "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 >>"$LOG" 2>&1
-[ "$QUICK" = 1 ] || python3 scripts/bench-data.py /dev/shm/ref-zstd "$VOLS" 64 --compression zstd --no-dictionary --jobs 16 >>"$LOG" 2>&1
-python3 scripts/bench-data.py /dev/shm/ref-none "$VOLS" 64 --compression none --no-dictionary --jobs 16 >>"$LOG" 2>&1
-[ "$INC" = 1 ] && python3 scripts/bench-data.py /dev/shm/ref-inc "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 \
+python3 scripts/bench/bench-data.py /dev/shm/ref-snappy "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 >>"$LOG" 2>&1
+[ "$QUICK" = 1 ] || python3 scripts/bench/bench-data.py /dev/shm/ref-zstd "$VOLS" 64 --compression zstd --no-dictionary --jobs 16 >>"$LOG" 2>&1
+python3 scripts/bench/bench-data.py /dev/shm/ref-none "$VOLS" 64 --compression none --no-dictionary --jobs 16 >>"$LOG" 2>&1
+[ "$INC" = 1 ] && python3 scripts/bench/bench-data.py /dev/shm/ref-inc "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 \
   --incompressible >>"$LOG" 2>&1
 du -sh /dev/shm/ref-* >>"$LOG"
 log "machine: dd of /dev/shm from 16 processes (16 of the uncompressed files), then one"
 ( time (ls /dev/shm/ref-none/*.parquet | head -16 | xargs -P16 -I{} dd if={} of=/dev/null bs=8M status=none) ) 2>&1 | grep real | tee -a "$LOG"
 du -ch $(ls /dev/shm/ref-none/*.parquet | head -16) | tail -1 | tee -a "$LOG"
 dd if="$(ls /dev/shm/ref-none/*.parquet | head -1)" of=/dev/null bs=8M 2>&1 | tail -1 | tee -a "$LOG"
-log "machine: memcpy and read() by one thread (scripts/machine-limits.py)"
-python3 scripts/machine-limits.py "$(ls /dev/shm/ref-none/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
+log "machine: memcpy and read() by one thread (scripts/bench/machine-limits.py)"
+python3 scripts/bench/machine-limits.py "$(ls /dev/shm/ref-none/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
 
 log "anchors: SparkCeiling (Spark's own read and copy of ref-snappy)"
 "$J" -Xmx48g $JAVA_OPENS -cp "$CP" SparkCeiling /dev/shm/ref-snappy /dev/shm/ceiling "local[16]" 2>&1 \
@@ -96,7 +96,7 @@ if [ -n "${PROFILER:-}" ]; then
   # thread at 5 ms: collapsed stacks in $OUT/wall-datapath.txt, the task threads' summary in the log
   JOB_JAVA_OPTS="-agentpath:$PROFILER=start,event=wall,interval=5ms,threads,collapsed,file=$OUT/wall-datapath.txt" \
     job gpu-pipeline-uncompressed-profiled /dev/shm/ref-none /dev/shm/o1 fused,avgpool3d gpu 8g
-  python3 scripts/wall-profile.py "$OUT/wall-datapath.txt" 5 2>&1 | head -60 | tee -a "$LOG"
+  python3 scripts/bench/wall-profile.py "$OUT/wall-datapath.txt" 5 2>&1 | head -60 | tee -a "$LOG"
 fi
 if [ "$QUICK" = 1 ]; then
   rm -rf /dev/shm/o1 /dev/shm/ref-*

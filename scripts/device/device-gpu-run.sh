@@ -2,8 +2,8 @@
 # Runs on the GPU machine (see docs/gpu-testing.md), after the staged parts are unpacked into
 # /tmp/stage. Modes: tests (udf GPU tests), jobtests (the job's tests with device=gpu), bench (GPU
 # and CPU benchmarks beside PyTorch's anchors), e2e (the whole job on 8192 sample volumes, GPU and
-# CPU), datapath (the host loop, then scripts/bench-datapath.sh: the job beside Spark's own copy and
-# the bare page reader on /dev/shm), multigpu (scripts/bench-multigpu.sh: one GPU against two, as two
+# CPU), datapath (the host loop, then scripts/bench/bench-datapath.sh: the job beside Spark's own copy and
+# the bare page reader on /dev/shm), multigpu (scripts/bench/bench-multigpu.sh: one GPU against two, as two
 # standalone workers and as one executor), maxpool (maxpool3d's kernels beside PyTorch's), profile
 # (Nsight Compute on the fast kernels), warm (a 1,024-volume job as a process, without and with the
 # pinned pool; WARM_RUNS="SETUP:POOL[:old] ..." picks the set-ups, SETUP none or archive; WARM_AB=DIR names the
@@ -14,7 +14,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 J=/tmp/stage/jre/bin/java
 LIB=/tmp/stage/lib
 GOLDEN=${GOLDEN:-.stage/golden}
-. "$(dirname "$0")/lib/java-opens.sh"
+. "$(dirname "$0")/../lib/java-opens.sh"
 OPENS=$JAVA_OPENS
 CPALL="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv; nproc; date -u; } | tee "$OUT/machine.txt"
@@ -33,17 +33,17 @@ if [ "$what" = jobtests ]; then
 fi
 if [ "$what" = datapath ]; then
   "$J" -Xmx24g -cp "$CPALL" io.volpool.bench.GpuBench conf/models/fused_seed.safetensors --only host 2>&1 | tee "$OUT/gpu-bench.log"
-  bash scripts/bench-datapath.sh
+  bash scripts/bench/bench-datapath.sh
 fi
 if [ "$what" = multigpu ]; then
-  bash scripts/bench-multigpu.sh
+  bash scripts/bench/bench-multigpu.sh
 fi
 if [ "$what" = warm ]; then
   # the fixed cost (issue 15): a 1,024-volume job as a whole process, three rounds alternating: no class
   # archive, the class archive (scripts/lib/class-archive.sh, made here for this runtime and class path by
   # a training run on the GPU), and the archive with the pinned pool that the warm-up allocates while the
   # job plans
-  . "$(dirname "$0")/lib/class-archive.sh"
+  . "$(dirname "$0")/../lib/class-archive.sh"
   ARCH=/tmp/volpool-classes.jsa
   # a second warm in the same machine (other jars, say) starts from nothing: the training run refuses an existing output
   rm -rf /dev/shm/train-vols /dev/shm/train-out /dev/shm/warm-vols /dev/shm/warm-out "$ARCH" "$ARCH".*
@@ -93,9 +93,9 @@ if [ "$what" = warm ]; then
   done
   if [ -n "${PROFILER:-}" ]; then
     # one more run with the archive under async-profiler's wall clock (every thread, 1 ms): the collapsed stacks
-    # go to $OUT/wall-1024.txt, the task threads' summary (scripts/wall-profile.py) to the end of warm.log
+    # go to $OUT/wall-1024.txt, the task threads' summary (scripts/bench/wall-profile.py) to the end of warm.log
     if [ -n "${PROFILER_JFR:-}" ]; then
-      # PROFILER_JFR=N: N runs recorded in JFR instead, with timestamps, for scripts/wall-timeline.py (run it
+      # PROFILER_JFR=N: N runs recorded in JFR instead, with timestamps, for scripts/bench/wall-timeline.py (run it
       # where the JDK's jfr tool is: jfr print --events profiler.WallClockSample --json FILE)
       for k in $(seq "$PROFILER_JFR"); do
         warm_job "-XX:SharedArchiveFile=$ARCH -Xshare:on -agentpath:$PROFILER=start,event=wall,interval=1ms,jfr,file=$OUT/wall-1024-$k.jfr" 0
@@ -103,7 +103,7 @@ if [ "$what" = warm ]; then
       done
     else
       warm_job "-XX:SharedArchiveFile=$ARCH -Xshare:on -agentpath:$PROFILER=start,event=wall,interval=1ms,threads,collapsed,file=$OUT/wall-1024.txt" 0
-      { echo "== profiled run rc=$?"; grep -E "timeline|wall time" /tmp/warm.log; python3 scripts/wall-profile.py "$OUT/wall-1024.txt" 1 2>&1 | head -50; } \
+      { echo "== profiled run rc=$?"; grep -E "timeline|wall time" /tmp/warm.log; python3 scripts/bench/wall-profile.py "$OUT/wall-1024.txt" 1 2>&1 | head -50; } \
         | tee -a "$OUT/warm.log"
     fi
   fi
@@ -134,7 +134,7 @@ if [ "$what" = maxpool ]; then
   CP="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
   "$J" -Xmx24g -cp "$CP" io.volpool.bench.GpuBench conf/models/fused_seed.safetensors --only copy,maxpool,fused_maxpool,avgpool \
     --json "$OUT/gpu-bench-maxpool.json" 2>&1 | tee "$OUT/gpu-bench-maxpool.log"
-  PYTHONUNBUFFERED=1 python3 scripts/torch-maxpool-anchor.py --anchors bench/anchors/torch_anchors.py \
+  PYTHONUNBUFFERED=1 python3 scripts/bench/torch-maxpool-anchor.py --anchors bench/anchors/torch_anchors.py \
     --json "$OUT/torch-maxpool.json" 2>&1 | tee "$OUT/torch-maxpool.log"
 fi
 if [ "$what" = profile ]; then

@@ -7,7 +7,7 @@ JFR format, convert with the JDK's `jfr` tool, then:
   VOLPOOL_JAVA_OPTS="-Xmx8g -agentpath:/path/libasyncProfiler.so=start,event=wall,interval=2ms,jfr,file=/tmp/w.jfr" \\
     scripts/volpool --conf ...
   jfr print --events profiler.WallClockSample --json --stack-depth 96 /tmp/w.jfr > /tmp/w.json
-  python3 scripts/wall-timeline.py /tmp/w.json [BUCKET_MS=100]
+  python3 scripts/bench/wall-timeline.py /tmp/w.json [BUCKET_MS=100]
 
 Per bucket: the main thread's activity (its deepest frame of volpool, Parquet, Spark or Hadoop), how many
 task threads are busy (not parked between tasks), and what the busy ones do most.

@@ -11,7 +11,7 @@ Each way runs on one thread, then on THREADS threads at once (one file each), af
 round. Prints one line per run; CPU time is the process's (all threads), so core-seconds per GB compare
 with the task-seconds per GB of the job's summaries (docs/benchmarks.md).
 
-  python3 scripts/page-cache-dma.py [FILES=16] [MIB=256] [THREADS=16]
+  python3 scripts/bench/page-cache-dma.py [FILES=16] [MIB=256] [THREADS=16]
 """
 import concurrent.futures
 import mmap

@@ -15,7 +15,7 @@
 // allocated once, before any timing.
 //
 // Host code on the CUDA runtime, no kernels (so no .fatbin beside it). Build and run on the GPU machine:
-//   nvcc -O2 -std=c++17 -o /tmp/staging-cache scripts/staging-cache.cpp && /tmp/staging-cache /dev/shm/sc 16 512 16
+//   nvcc -O2 -std=c++17 -o /tmp/staging-cache scripts/bench/staging-cache.cpp && /tmp/staging-cache /dev/shm/sc 16 512 16
 #include <cuda_runtime.h>
 #include <fcntl.h>
 #include <sys/resource.h>

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # On the GPU machine (which has nvcc but no Java toolchain): builds the kernels of this checkout with
-# scripts/build-kernels.sh, copies the image and its build record to $OUT (to commit here), and puts
+# scripts/device/build-kernels.sh, copies the image and its build record to $OUT (to commit here), and puts
 # them into every staged jar under /tmp/stage/lib that carries kernels/, so the tests and runs there use
 # this checkout's kernels, child JVMs included. Run it after the last staged part is unpacked.
 set -euo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-cd "$(dirname "$0")/.."
-bash scripts/build-kernels.sh
+cd "$(dirname "$0")/../.."
+bash scripts/device/build-kernels.sh
 K=udf/src/main/resources/kernels
 cp "$K/volpool.fatbin" "$K/volpool.build.txt" "$OUT/"
 python3 - "$K" /tmp/stage/lib/*.jar <<'PY'

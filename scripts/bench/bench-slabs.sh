@@ -5,11 +5,11 @@
 #     the two outputs must be byte-identical.
 #  2. One volume of 2.25 GiB [9,1024,256,256] stored across rows (pyarrow, examples/volumes_across_rows.py)
 #     through avgpool3d from rows to rows under a 256 MiB budget.
-# Usage: scripts/bench-slabs.sh [WORKDIR] (default /tmp/volpool-bench-slabs); env N (default 4), MASTER
+# Usage: scripts/bench/bench-slabs.sh [WORKDIR] (default /tmp/volpool-bench-slabs); env N (default 4), MASTER
 # (default local[*]), VOLPOOL_JAVA_OPTS (default -Xmx8g). Needs python3 with numpy and pyarrow.
 # Prints one line per run: wall seconds, GB/s in, and the phase times from the run summary.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-/tmp/volpool-bench-slabs}
 n=${N:-4}
 master=${MASTER:-local[*]}
@@ -44,8 +44,8 @@ fi
 run avgpool-whole "$work/out-whole" --conf spark.volpool.input="$work/ref-rows" --conf spark.volpool.pipeline=avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1
 run avgpool-slabs-64m "$work/out-slabs" --conf spark.volpool.input="$work/ref-rows" --conf spark.volpool.pipeline=avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 \
   --conf spark.volpool.memory.budget=64m
-python3 "$root/scripts/output-checksum.py" "$work/out-whole" > "$work/whole.sum"
-python3 "$root/scripts/output-checksum.py" "$work/out-slabs" > "$work/slabs.sum"
+python3 "$root/scripts/bench/output-checksum.py" "$work/out-whole" > "$work/whole.sum"
+python3 "$root/scripts/bench/output-checksum.py" "$work/out-slabs" > "$work/slabs.sum"
 cmp "$work/whole.sum" "$work/slabs.sum" && echo "outputs identical: $(head -c 80 "$work/whole.sum")"
 if [ ! -d "$work/big-rows" ]; then
   python3 "$root/examples/volumes_across_rows.py" write "$work/big-rows" 9 1024 256 256 16 > "$work/big.digest"

@@ -3,9 +3,9 @@
 # volumes in 16 Parquet files on /dev/shm) as a whole process through scripts/volpool, ROUNDS rounds
 # alternating a JVM without the class archive and one with it (scripts/class-archive makes it first if
 # stale). Logs process seconds, the job's wall and its timeline per run to LOG_DIR/fixed-cost.log.
-#   scripts/bench-fixed-cost.sh LOG_DIR [ROUNDS=5] [MASTER=local[2]]
+#   scripts/bench/bench-fixed-cost.sh LOG_DIR [ROUNDS=5] [MASTER=local[2]]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 dir=${1:?usage: bench-fixed-cost.sh LOG_DIR [ROUNDS] [MASTER]}; rounds=${2:-5}; master=${3:-local[2]}
 mkdir -p "$dir"; log="$dir/fixed-cost.log"
 in=/dev/shm/fixed-cost-vols; out=/dev/shm/fixed-cost-out

@@ -2,20 +2,20 @@
 # The CPU data-path benchmark (issue 15's CPU target): the identity job beside Spark's own read and
 # copy of the same files (SparkCeiling, built in bench/), on this machine, in one run.
 #
-#   scripts/bench-cpu-datapath.sh LOG_DIR [VOLUMES=24576] [FILES=24] [MASTER=local[2]]
+#   scripts/bench/bench-cpu-datapath.sh LOG_DIR [VOLUMES=24576] [FILES=24] [MASTER=local[2]]
 #
 # Builds nothing (run mvn -q -B -DskipTests install first; the class archive is remade when stale). Writes VOLUMES reference volumes
 # [3,16,32,32] with Spark's writer (snappy, SampleData) to /dev/shm, runs SparkCeiling (read only, copy,
 # row mapPartitions copy; each twice, the second warm), keeps its uncompressed copy as the
 # uncompressed set, then volpool's identity job twice on each set and fused,avgpool3d once, and the
 # machine's own limits: dd of one input file, and of all of them from as many processes as cores;
-# memcpy and read() by one thread (scripts/machine-limits.py).
+# memcpy and read() by one thread (scripts/bench/machine-limits.py).
 # LOG_DIR gets datapath.log and summaries.jsonl (one run summary per line).
 # SNAPPY_ONLY=1: Spark's copies go to CEILING_DIR (default /dev/shm; a disk folder leaves room in /dev/shm
 # for a larger set), and volpool runs only the identity job on the snappy set, twice (the CPU target's
 # comparison), not the uncompressed set or the pipeline.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:?usage: bench-cpu-datapath.sh LOG_DIR [VOLUMES] [FILES] [MASTER]}
 vols=${2:-24576}; files=${3:-24}; master=${4:-local[2]}
 mkdir -p "$dir"; LOG="$dir/datapath.log"; SUM="$dir/summaries.jsonl"; : >"$LOG"; : >"$SUM"
@@ -34,7 +34,7 @@ du -sh "$shm/snappy" | tee -a "$LOG"
 log "machine: dd of one file, then of every file from $(nproc) processes"
 dd if="$(ls "$shm"/snappy/*.parquet | head -1)" of=/dev/null bs=8M 2>&1 | tail -1 | tee -a "$LOG"
 ( time (ls "$shm"/snappy/*.parquet | xargs -P"$(nproc)" -I{} dd if={} of=/dev/null bs=8M status=none) ) 2>&1 | grep real | tee -a "$LOG"
-python3 "$root/scripts/machine-limits.py" "$(ls "$shm"/snappy/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
+python3 "$root/scripts/bench/machine-limits.py" "$(ls "$shm"/snappy/*.parquet | head -1)" 2>&1 | tee -a "$LOG"
 
 log "anchor: SparkCeiling ($master)"
 ceiling=${CEILING_DIR:-$shm}/ceiling

@@ -1,7 +1,7 @@
 """Writes benchmark datasets of reference volumes [3,16,32,32] in volpool's binary Parquet layout with pyarrow,
 as a PyTorch user would (pyarrow defaults unless told otherwise).
 
-  python3 scripts/bench-data.py DIR COUNT FILES [--compression snappy|zstd|none] [--row-group 128] [--no-dictionary]
+  python3 scripts/bench/bench-data.py DIR COUNT FILES [--compression snappy|zstd|none] [--row-group 128] [--no-dictionary]
                                 [--jobs N]   (files written by N processes at once; default 1)
                                 [--incompressible]
 

@@ -1,7 +1,7 @@
 """The machine's own limits beside a benchmark (issue 15), in the same call: memcpy by one thread into a
 reused buffer and into fresh pages, and read() of a file by one thread into a reused 8 MiB buffer.
 
-  python3 scripts/machine-limits.py FILE [GIB=1]
+  python3 scripts/bench/machine-limits.py FILE [GIB=1]
 
 FILE should be on the filesystem the benchmark reads (e.g. one of its input files on /dev/shm); it is
 read whole, twice, and the second pass is reported. Prints one line per figure, in GB/s (10^9 bytes).
