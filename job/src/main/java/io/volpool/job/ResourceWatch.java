@@ -183,7 +183,7 @@ final class ResourceWatch extends SparkListener implements AutoCloseable {
 
     @Override
     public String advice() {
-      return neverFits ? "nothing was written; the cluster cannot run this request: see \"On a cluster\" in README.md" : null;
+      return neverFits ? "nothing was written; the cluster cannot run this request: see docs/cluster.md" : null;
     }
   }
 }

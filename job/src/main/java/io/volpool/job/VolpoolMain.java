@@ -450,7 +450,7 @@ public final class VolpoolMain {
           || String.valueOf(c.getMessage()).contains("exited with code 52")) {
         err.println("volpool: FAILED: a JVM ran out of memory (" + text(c).lines().findFirst().orElse("") + "); give the"
             + " driver and executors more memory (VOLPOOL_JAVA_OPTS=-Xmx16g for scripts/volpool, spark.executor.memory on"
-            + " a cluster) or lower " + VolpoolOptions.MEMORY_BUDGET.key() + " or " + VolpoolOptions.BATCH_SIZE.key() + "; see \"Memory\" in README.md");
+            + " a cluster) or lower " + VolpoolOptions.MEMORY_BUDGET.key() + " or " + VolpoolOptions.BATCH_SIZE.key() + "; see docs/memory.md");
         return EXIT_FAILED;
       }
     }

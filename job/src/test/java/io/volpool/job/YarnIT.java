@@ -181,9 +181,14 @@ class YarnIT {
     Submitted r = submit(yarnConf(JobEndToEndTest.SEED.dir().resolve("volumes_binary.parquet"), out), "ok");
     assertThat(r.code()).as(r.log()).isZero();
     assertThat(r.log()).as("the job ran on YARN").contains("Submitted application application_");
+    // in client mode the AM unregisters (with the final status) after the submitter has exited: wait for it
     List<ApplicationReport> apps = apps("ok");
+    for (int i = 0; i < 120 && apps.size() == 1 && apps.get(0).getFinalApplicationStatus() == FinalApplicationStatus.UNDEFINED; i++) {
+      Thread.sleep(250);
+      apps = apps("ok");
+    }
     assertThat(apps).hasSize(1);
-    assertThat(apps.get(0).getFinalApplicationStatus()).isEqualTo(FinalApplicationStatus.SUCCEEDED);
+    assertThat(apps.get(0).getFinalApplicationStatus()).as(apps.get(0).toString()).isEqualTo(FinalApplicationStatus.SUCCEEDED);
     SparkTests.Result local = SparkTests.run(JobEndToEndTest.seedConf(JobEndToEndTest.SEED.dir()
         .resolve("volumes_binary.parquet"), "parquet", tmp.resolve("local")));
     assertThat(local.code()).as(local.err()).isZero();

@@ -10,8 +10,8 @@ import io.volpool.conf.VolpoolOptions;
 public final class DeviceUnavailableException extends IllegalStateException implements io.volpool.conf.VolpoolFailure {
   private static final long serialVersionUID = 1L;
   /** What the driver says after the failure's line (also when it found the failure only by its text). */
-  public static final String ADVICE = "nothing was written; run on a host with an NVIDIA GPU and driver (see \"On GPUs\" in"
-      + " README.md), or set " + VolpoolOptions.DEVICE.key() + "=auto or cpu";
+  public static final String ADVICE = "nothing was written; run on a host with an NVIDIA GPU and driver (see docs/gpus.md),"
+      + " or set " + VolpoolOptions.DEVICE.key() + "=auto or cpu";
 
   /** The same one line in every task of a JVM; the environment, not the data: a retry cannot help. */
   @Override

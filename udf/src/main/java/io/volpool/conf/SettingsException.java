@@ -16,7 +16,7 @@ public class SettingsException extends IllegalArgumentException implements Volpo
 
   @Override
   public String advice() {
-    return "see the settings table in README.md, or run with --help";
+    return "see docs/settings.md, or run with --help";
   }
 
   public SettingsException(String message) {

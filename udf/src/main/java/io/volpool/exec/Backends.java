@@ -78,7 +78,7 @@ public final class Backends {
         } catch (CudaUnavailableException | LinkageError e) {
           LOG.warn("volpool backend: CPU, because the GPU backend is unavailable: {}. To use a GPU: run on a host"
               + " with an NVIDIA driver 580+ (CUDA 13) and linux-x86_64, and give executors a GPU"
-              + " (spark.executor.resource.gpu.amount=1, spark.task.resource.gpu.amount); see the README.",
+              + " (spark.executor.resource.gpu.amount=1, spark.task.resource.gpu.amount); see docs/gpus.md.",
               e.getMessage());
           return CpuBackend.fast(cpuThreads, budget);
         }

@@ -15,7 +15,7 @@ public class MemoryBudgetException extends RuntimeException implements io.volpoo
 
   @Override
   public String advice() {
-    return "nothing was written to the output; see \"Memory\" in README.md";
+    return "nothing was written to the output; see docs/memory.md";
   }
   private final long requested;
   private final long limit;

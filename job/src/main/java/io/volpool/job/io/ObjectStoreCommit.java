@@ -107,7 +107,7 @@ public final class ObjectStoreCommit {
       throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + output + ": S3A is not usable here (" + e
           + "); an s3a:// output needs org.apache.hadoop:hadoop-aws:3.4.1 and the AWS SDK bundle it declares"
           + " (software.amazon.awssdk:bundle:2.24.6) on the driver's and executors' class path, e.g. spark-submit"
-          + " --packages org.apache.hadoop:hadoop-aws:3.4.1 (README: On HDFS, S3 and YARN)", e);
+          + " --packages org.apache.hadoop:hadoop-aws:3.4.1 (docs/storage.md)", e);
     }
     boolean magic;
     try {

@@ -18,16 +18,33 @@ class SettingsDocTest {
     return Files.readString(p);
   }
 
+  static String doc(String name) throws Exception {
+    Path p = Files.exists(Paths.get("docs", name)) ? Paths.get("docs", name) : Paths.get("..", "docs", name);
+    return Files.readString(p);
+  }
+
   @Test
-  void readmeHasTheSettingsTable() throws Exception {
-    assertThat(readme()).as("README.md settings table; regenerate with scripts/volpool --settings-table")
+  void theSettingsPageHasTheSettingsTable() throws Exception {
+    assertThat(doc("settings.md")).as("docs/settings.md settings table; regenerate with scripts/volpool --settings-table")
         .contains(io.volpool.ops.Operators.markdownTable());
   }
 
   @Test
-  void readmeHasTheOperatorTable() throws Exception {
-    assertThat(readme()).as("README.md operator table; regenerate with scripts/volpool --operators-table")
+  void theOperatorsPageHasTheOperatorTable() throws Exception {
+    assertThat(doc("operators.md")).as("docs/operators.md operator table; regenerate with scripts/volpool --operators-table")
         .contains(io.volpool.ops.Operators.markdownOperators());
+  }
+
+  /** The README is a user's guide: short, with a table of contents; the internals are in docs/. */
+  @Test
+  void theReadmeIsAGuideThatLinksTheDocs() throws Exception {
+    String r = readme();
+    assertThat(r.lines().count()).as("README.md lines").isLessThanOrEqualTo(220);
+    assertThat(r).contains("## Contents");
+    for (String page : List.of("settings.md", "operators.md", "failures.md", "memory.md", "cluster.md", "gpus.md", "storage.md")) {
+      assertThat(r).as("README links docs/" + page).contains("docs/" + page);
+      assertThat(doc(page)).as("docs/" + page).isNotBlank();
+    }
   }
 
   @Test
