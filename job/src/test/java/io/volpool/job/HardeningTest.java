@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * What a hostile user and a newcomer found (issue 12), each as the user met it: through the job's
+ * What a hostile user and a newcomer found (round 1), each as the user met it: through the job's
  * main, asserting on the exit code, the one line the user reads and what is left on disk.
  */
 class HardeningTest {
@@ -74,7 +74,7 @@ class HardeningTest {
     VolumesAcrossRowsTest.write(tmp.resolve("in/x.parquet"), VolumesAcrossRowsTest.cut("v", 3, s, 2, 4, 6, 8, 10),
         CompressionCodecName.UNCOMPRESSED);
     Path out = tmp.resolve("out");
-    // volumes stored across rows run on the CPU backend only in this version (issue 13)
+    // volumes stored across rows ran on the CPU backend only when this test was written
     SparkTests.Result r = SparkTests.run(identity(tmp.resolve("in"), out, "device", "cpu"));
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("volumes       1 in, 1 out").contains("rows          6 in, 1 out");

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Outputs of any size (issue 13, item 4): one volume stored in a single .npy, [3,64,768,768] (453
+ * Outputs of any size: one volume stored in a single .npy, [3,64,768,768] (453
  * MiB), through fused (3 -> 16 channels) gives 2.2 GiB of output, more than one Parquet value or one
  * buffer holds. Under a 512 MiB budget it runs in slabs and streams out across rows as its slabs
  * finish; the rows equal, byte for byte, those of the same data stored across rows ("in pieces") and

@@ -89,6 +89,27 @@ class PackageRulesTest {
     assertThat(wrong).as("downcasts of a volume to its reader's type").isEmpty();
   }
 
+  /** Comments say why in the code's own terms: an issue number means nothing to a reader of the source. */
+  @Test
+  void noSourceCitesAnIssueNumber() throws Exception {
+    Path root = Files.exists(Paths.get("udf")) ? Paths.get(".") : Paths.get("..");
+    Pattern issue = Pattern.compile("\\bissues? #?[0-9]+");
+    List<String> found = new ArrayList<>();
+    for (String module : List.of("udf", "job", "bench")) {
+      try (var files = Files.walk(root.resolve(module).resolve("src"))) {
+        for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+          List<String> lines = Files.readAllLines(f);
+          for (int i = 0; i < lines.size(); i++) {
+            if (issue.matcher(lines.get(i)).find()) {
+              found.add(root.relativize(f) + ":" + (i + 1) + ": " + lines.get(i).trim());
+            }
+          }
+        }
+      }
+    }
+    assertThat(found).as("issue numbers in sources").isEmpty();
+  }
+
   @Test
   void slabsAreSizedInOnePlace() throws Exception {
     // a runner that streams a volume in slabs asks SlabSizes; the backends answer it (their plans of whole volumes

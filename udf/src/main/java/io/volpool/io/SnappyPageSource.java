@@ -7,7 +7,7 @@ import java.nio.ByteBuffer;
 /**
  * The decompressed bytes of one raw-Snappy Parquet page, decoded as they are read: a reader takes
  * a volume's bytes straight into its batch buffer, with no page-sized buffer of decompressed bytes
- * in between (issue 15: decompressing a 24 MiB page into a buffer and copying each volume out of it
+ * in between (decompressing a 24 MiB page into a buffer and copying each volume out of it
  * moved every byte through memory twice more than an uncompressed page).
  *
  * <p>Snappy's raw format (the one Parquet uses) is a length and a sequence of literals and copies

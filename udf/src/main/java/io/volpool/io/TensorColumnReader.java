@@ -607,7 +607,7 @@ final class TensorColumnReader implements AutoCloseable {
    * their own, given back as soon as the page is done. Writers put many volumes in a page
    * (parquet-mr and Spark check the page size every 100 values: 19 MiB pages of reference volumes;
    * pyarrow one page per row group), so the limit must hold such pages: a fresh buffer per page made
-   * the collector run all the time (issue 15). The reader gives its buffers back when it closes, so
+   * the collector run all the time. The reader gives its buffers back when it closes, so
    * the next task's reader finds them.
    */
   static final int REUSE_LIMIT = 64 << 20;

@@ -172,7 +172,7 @@ class ParquetVolumeInputTest {
   /**
    * Compressed pages decompressed whole are read into the reader's two direct buffers and decompressed
    * from one into the other, reused page after page: a fresh buffer per page made the collector run
-   * all the time on Spark's 19 MiB pages (issue 15). 23 rows in pages of at most 3 rows: 8 pages or
+   * all the time on Spark's 19 MiB pages. 23 rows in pages of at most 3 rows: 8 pages or
    * more, 2 allocations. (Snappy's PLAIN pages are decoded in place: the next tests.)
    */
   @ParameterizedTest(name = "{0} {1} dictionary={2}")
@@ -190,7 +190,7 @@ class ParquetVolumeInputTest {
 
   /**
    * A reader gives its page buffers back when it closes and the next one (the next task of the
-   * executor) takes them: a fresh pair per task cost as much as reading its pages (issue 15).
+   * executor) takes them: a fresh pair per task cost as much as reading its pages.
    */
   @Test
   void theNextReaderTakesTheBuffersTheLastOneGaveBack(@TempDir Path dir) throws IOException {
