@@ -14,7 +14,8 @@ import java.util.Map;
  * time of each phase summed over tasks, memory peaks and what made the output. Immutable value.
  */
 public record RunSummary(String status, String input, String inputFormat, String output, String outputFormat,
-    String pipeline, String backend, long volumesIn, long volumesOut, long rowsIn, long rowsOut, long filesOut, long bytesIn, long bytesOut, long batches,
+    String pipeline, String backend, long volumesIn, long volumesOut, long rowsIn, long rowsOut, long filesOut,
+        long bytesIn, long bytesOut, long batches,
     long slabbed, long volumesAcrossRows, double wallSeconds, Map<String, Double> phaseSeconds, long budgetBytes,
     long peakBudgetBytes, long peakHeapBytes, List<String> skipped, Map<String, String> provenance,
     Map<String, String> settings, Timeline timeline) {

@@ -425,7 +425,8 @@ public final class VolpoolJob {
     return new RunSummary("succeeded", s.input(), s.inputFormat().toString(), out.output().toString(), s.outputFormat().toString(),
         p.describe(), backend, plan.volumes() >= 0 ? plan.volumes() : m.volumesRead().value(), committed.volumes(),
         m.volumesRead().value(), committed.rows(), committed.files(), m.bytesIn().value(),
-        m.bytesOut().value(), m.batches().value(), m.slabbedVolumes().value(), plan.volumes(), secs, phases, spec.budgetBytes(), m.peakBudgetBytes().value(),
+        m.bytesOut().value(), m.batches().value(), m.slabbedVolumes().value(), plan.volumes(), secs, phases,
+            spec.budgetBytes(), m.peakBudgetBytes().value(),
         m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective(), timeline);
   }
 }

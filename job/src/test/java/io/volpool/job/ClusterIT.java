@@ -87,7 +87,8 @@ class ClusterIT {
   static String[] jobConf(Path in, Path out, Path events, String... more) {
     List<String> c = new ArrayList<>(List.of("spark.volpool.input=" + in, "spark.volpool.output=" + out,
         "spark.volpool.fused.weights=" + ROOT.resolve("conf/models/fused_seed.safetensors"), "spark.volpool.device=cpu",
-        "spark.volpool.output.sharedFilesystem=true", "spark.eventLog.enabled=true", "spark.eventLog.compress=false", "spark.eventLog.dir=" + events.toUri()));
+        "spark.volpool.output.sharedFilesystem=true", "spark.eventLog.enabled=true",
+            "spark.eventLog.compress=false", "spark.eventLog.dir=" + events.toUri()));
     c.addAll(List.of(more));
     return c.toArray(new String[0]);
   }

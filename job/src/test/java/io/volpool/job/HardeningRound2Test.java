@@ -354,7 +354,8 @@ class HardeningRound2Test {
     for (String tasks : new String[] {"134217728", "1"}) {
       // a JVM of its own: the task size is the SparkContext's (one task, or one per volume)
       Path out = tmp.resolve("out2-" + tasks);
-      ChildJvm.Child c = ChildJvm.start("1g", tasks.equals("1") ? "local[2]" : "local[1]", HardeningTest.identity(tmp.resolve("in2"), out, "output.format",
+      ChildJvm.Child c = ChildJvm.start("1g", tasks.equals("1") ? "local[2]" : "local[1]",
+          HardeningTest.identity(tmp.resolve("in2"), out, "output.format",
           "npy", "output.sharedFilesystem", "true", "spark.sql.files.maxPartitionBytes", tasks,
           "spark.sql.files.openCostInBytes", "0", "device", "cpu"), tmp.resolve("child-" + tasks + ".log"));
       assertThat(c.waitFor(120)).as(c.output()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);

@@ -22,7 +22,10 @@ public interface Batch extends AutoCloseable {
   /** Where output volume {@code i} starts in {@link #output()}. */
   long outputOffset(int i);
 
-  /** Time this batch spent in {@link Phase#WAIT_GPU}, {@link Phase#H2D}, {@link Phase#KERNELS}, {@link Phase#D2H}; complete after {@link #output()}. */
+  /**
+   * Time this batch spent in {@link Phase#WAIT_GPU}, {@link Phase#H2D}, {@link Phase#KERNELS}, {@link
+   * Phase#D2H}; complete after {@link #output()}.
+   */
   PhaseTimes times();
 
   @Override

@@ -30,13 +30,15 @@ public final class VolpoolOptions {
   public static final ConfKey<FileFormat> INPUT_FORMAT = KEYS.add(ConfKey.option(PREFIX + "input.format", FileFormat.PARQUET,
       FileFormat.class, "`parquet` (one volume per row) or `npy` (one volume `[C,D,H,W]` or a batch `[N,C,D,H,W]` per file)."));
   public static final ConfKey<String> INPUT_TENSOR_COLUMN = KEYS.add(ConfKey.text(PREFIX + "input.tensorColumn", null,
-      "Parquet column holding `array<float>` tensors (pyarrow `arrow.fixed_shape_tensor`); unset: binary `data` column, else the only `array<float>` column."));
+      "Parquet column holding `array<float>` tensors (pyarrow `arrow.fixed_shape_tensor`); unset: binary `data`"
+          + " column, else the only `array<float>` column."));
   public static final ConfKey<String> INPUT_TENSOR_SHAPE = KEYS.add(ConfKey.text(PREFIX + "input.tensorShape", null,
       "`C,D,H,W` of every tensor in the tensor column; unset: read from the file's `ARROW:schema` metadata."));
   public static final ConfKey<String> OUTPUT = KEYS.add(ConfKey.text(PREFIX + "output", null,
       "Output directory. Required."));
   public static final ConfKey<FileFormat> OUTPUT_FORMAT = KEYS.add(ConfKey.option(PREFIX + "output.format", null, FileFormat.class,
-      "`parquet` or `npy`; unset: the input format. `npy` output needs `npy` input (one output file per input file) or Parquet input of volumes stored across rows (one `<id>.npy` per volume)."));
+      "`parquet` or `npy`; unset: the input format. `npy` output needs `npy` input (one output file per input"
+          + " file) or Parquet input of volumes stored across rows (one `<id>.npy` per volume)."));
   public static final ConfKey<String> OUTPUT_COMPRESSION = KEYS.add(ConfKey.choice(PREFIX + "output.compression", "none",
       "Parquet output codec: `none`, `snappy`, `zstd`, `gzip` or `lz4`. Random-looking floats barely compress, and a"
           + " codec holds a whole tensor page (512 MiB for a large volume) several times in memory.", "none", "snappy", "zstd", "gzip", "lz4"));
@@ -44,7 +46,8 @@ public final class VolpoolOptions {
       OutputLayout.class, "Parquet output: `volume` (one row per volume), `rows` (volumes stored across rows: `d0`/`d1` columns, a volume"
           + " larger than `output.rowBytes` in several rows), or `auto` (`rows` when the input is stored across rows, else"
           + " `volume`)."));
-  public static final ConfKey<Long> OUTPUT_ROW_BYTES = KEYS.add(ConfKey.bytes(PREFIX + "output.rowBytes", "512m", 1L << 20, (1L << 31) - (1L << 20), false,
+  public static final ConfKey<Long> OUTPUT_ROW_BYTES = KEYS.add(ConfKey.bytes(PREFIX + "output.rowBytes",
+      "512m", 1L << 20, (1L << 31) - (1L << 20), false,
       "between 1m and 2047m (a Parquet page holds at most 2 GiB)",
       "With output stored across rows, the most data per row (whole planes; at least one plane per row)."));
   public static final ConfKey<OutputMode> MODE = KEYS.add(ConfKey.option(PREFIX + "output.mode", OutputMode.ERRORIFEXISTS,
@@ -67,11 +70,13 @@ public final class VolpoolOptions {
           + " plugin in `spark.plugins`, see \"Warm executors\"; in local mode when the job starts), beside opening its GPUs"
           + " and loading the kernels, so the first tasks do not wait for `cuMemHostAlloc` (milliseconds per block);"
           + " batches carve their staging buffers from it and the memory budget still bounds what they hold, so at most"
-          + " the budget is useful, e.g. `4g`. It is allocated in chunks of " + (GPU_PINNED_POOL_CHUNK >> 20) + " MiB, each used as soon as it exists; a batch"
+          + " the budget is useful, e.g. `4g`. It is allocated in chunks of"
+              + " " + (GPU_PINNED_POOL_CHUNK >> 20) + " MiB, each used as soon as it exists; a batch"
           + " whose buffers are larger than a chunk allocates them on its own. 0: none, each block is allocated when first"
           + " needed. Off-heap: add it to"
           + " `spark.executor.memoryOverhead`."));
-  public static final ConfKey<Long> MEMORY_BUDGET = KEYS.add(ConfKey.bytes(PREFIX + "memory.budget", "auto", 16L << 20, Long.MAX_VALUE, true, "auto or at least 16m",
+  public static final ConfKey<Long> MEMORY_BUDGET = KEYS.add(ConfKey.bytes(PREFIX + "memory.budget", "auto",
+      16L << 20, Long.MAX_VALUE, true, "auto or at least 16m",
       "Host memory per executor for volume data in flight (batch buffers, pinned on the GPU; input pages that cannot"
           + " be streamed), e.g. `6g`; tasks wait for room. `auto`: half of the executor's heap. One request (a batch,"
           + " a page) may take at most half. On YARN or Kubernetes add the budget to `spark.executor.memoryOverhead`"
@@ -83,7 +88,8 @@ public final class VolpoolOptions {
       "`true` allows a `file:` output on a cluster master (only when that path is one shared filesystem on every"
           + " host, e.g. NFS); otherwise such an output is refused, since executors would write to their own disks."));
   public static final ConfKey<Integer> RESOURCE_TIMEOUT = KEYS.add(ConfKey.seconds(PREFIX + "cluster.resourceTimeout", "180s", 5, 86400,
-      "How long (e.g. `180s`, `10m`; a bare number is seconds) a job on a cluster waits for its first task to start (an executor with the requested resources) before"
+      "How long (e.g. `180s`, `10m`; a bare number is seconds) a job on a cluster waits for its first task to"
+          + " start (an executor with the requested resources) before"
           + " it fails saying what it asked for and what the cluster offered."));
 
   /** Every key above, in declaration order. */

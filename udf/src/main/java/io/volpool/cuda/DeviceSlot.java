@@ -69,7 +69,8 @@ final class DeviceSlot {
           if (r != 0) {
             throw new CudaException("cuMemAlloc(" + CudaExecutor.mib(b) + " for batch buffer " + i + ") on " + device.name
                 + " (device " + device.ordinal + ", " + CudaExecutor.mib(device.memInfo()[0]) + " free) failed with code "
-                + r + "; lower " + VolpoolOptions.GPU_MEMORY_FRACTION.key() + " or " + VolpoolOptions.BATCH_SIZE.key() + ", or another process uses the GPU", r);
+                + r + "; lower " + VolpoolOptions.GPU_MEMORY_FRACTION.key() + " or"
+                    + " " + VolpoolOptions.BATCH_SIZE.key() + ", or another process uses the GPU", r);
           }
           buffers[i] = p;
         }

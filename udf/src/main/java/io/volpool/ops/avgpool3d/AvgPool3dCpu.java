@@ -26,7 +26,10 @@ final class AvgPool3dCpu {
     }
   }
 
-  /** The separable multi-threaded kernel: PyTorch's divisor is a product of per-dimension counts, so three 1-D passes (W, H, D) give the same result with {@code 3k} instead of {@code k^3} adds per output. */
+  /**
+   * The separable multi-threaded kernel: PyTorch's divisor is a product of per-dimension counts, so three 1-D
+   * passes (W, H, D) give the same result with {@code 3k} instead of {@code k^3} adds per output.
+   */
   static void fast(AvgPool3dSpec sp, Parallel par, VolumeShape in, Slab slab, float[] x, int n, float[] y) {
     VolumeShape out = sp.outputShape(in);
     Windows wd = Windows.of(in.d(), out.d(), sp);

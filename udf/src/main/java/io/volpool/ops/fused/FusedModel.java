@@ -11,7 +11,8 @@ import java.util.OptionalInt;
  * {@code conv_transpose.weight}, {@code conv_transpose.bias}, {@code scale1}, {@code bias},
  * {@code scale2}). Hyper-parameters come from the caller's settings, else from the file's
  * {@code __metadata__} ({@code stride}, {@code padding}, {@code output_padding}, {@code pool_kernel}),
- * else from the reference configuration (stride 2, padding 1, output_padding 0, pool 2); a setting that contradicts the metadata is an error. Stateless.
+ * else from the reference configuration (stride 2, padding 1, output_padding 0, pool 2); a setting that
+ * contradicts the metadata is an error. Stateless.
  */
 public final class FusedModel {
   public static final String KEY_WEIGHT = "conv_transpose.weight";
