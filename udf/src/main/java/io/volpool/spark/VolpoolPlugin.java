@@ -23,7 +23,8 @@ import scala.Tuple2;
  * pinned pool ({@code spark.volpool.gpu.pinnedPool.size}) on a thread of its own, as spark-rapids
  * does with its pinned pool, so the first tasks do not pay for them. The settings are the job's
  * {@code spark.volpool.*} keys as the executor sees them. In local mode the job does the same
- * when it starts, with the settings it resolved; the plugin then does nothing. No driver side.
+ * when it starts, with the settings it resolved; the plugin then does nothing. When the executor stops,
+ * the plugin closes its backends. No driver side.
  */
 public final class VolpoolPlugin implements SparkPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(VolpoolPlugin.class);
@@ -43,6 +44,18 @@ public final class VolpoolPlugin implements SparkPlugin {
           return;
         }
         warm(ctx.conf(), ctx.resources());
+        started = true;
+      }
+
+      private boolean started;
+
+      /** The executor is stopping: its backends give back their GPU contexts, device and pinned memory in order. */
+      @Override
+      public void shutdown() {
+        if (started) {
+          Backends.closeAll();
+          LOG.info("volpool plugin: executor stopping, backends closed");
+        }
       }
     };
   }
