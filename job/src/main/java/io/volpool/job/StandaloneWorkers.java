@@ -25,6 +25,9 @@ final class StandaloneWorkers {
 
   private StandaloneWorkers() {}
 
+  /** How long the driver waits for the master's answer before it takes the cluster's capacity as unknown. */
+  static final int ASK_SECONDS = 5;
+
   /** One worker's totals as the master registered them. */
   record Worker(String host, String state, int cores, int memoryMiB, Map<String, Integer> resources) {}
 
@@ -40,14 +43,29 @@ final class StandaloneWorkers {
     if (!sc.master().startsWith("spark://")) {
       return Optional.empty();
     }
-    List<Worker> workers;
+    // at most a few seconds: an unreachable master would hold the RPC lookup for spark.rpc.lookupTimeout (120 s)
+    // and with it the resource watch's own timeout
+    Optional<List<Worker>> workers = within(ASK_SECONDS, () -> workers(sc.master()), sc.master());
+    return workers.isEmpty() ? Optional.empty() : neverFits(ask(sc), workers.get());
+  }
+
+  /** The master's workers if {@code ask} answers within {@code seconds}; empty (unknown) when it fails or takes longer. */
+  static Optional<List<Worker>> within(int seconds, java.util.concurrent.Callable<List<Worker>> ask, String master) {
+    java.util.concurrent.FutureTask<List<Worker>> asked = new java.util.concurrent.FutureTask<>(ask);
+    Thread t = new Thread(asked, "volpool-ask-master");
+    t.setDaemon(true);
+    t.start();
     try {
-      workers = workers(sc.master());
-    } catch (RuntimeException | LinkageError e) {
-      LOG.info("volpool: could not ask the master {} for its workers: {}", sc.master(), e.toString());
+      return Optional.of(asked.get(seconds, java.util.concurrent.TimeUnit.SECONDS));
+    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      LOG.info("volpool: could not ask the master {} for its workers: {}", master, String.valueOf(e.getCause() != null
+          ? e.getCause() : e));
+      t.interrupt();
+      return Optional.empty();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
       return Optional.empty();
     }
-    return neverFits(ask(sc), workers);
   }
 
   static Optional<String> neverFits(Ask ask, List<Worker> workers) {

@@ -34,4 +34,19 @@ class StandaloneWorkersTest {
     var small = new StandaloneWorkers.Worker("w3", "ALIVE", 1, 1024, Map.of("gpu", 1));
     assertThat(StandaloneWorkers.neverFits(ASK, List.of(deadBig, small))).contains("w3 has 1 core(s) of 8, 1024 MiB of 24576 MiB");
   }
+
+  @Test
+  void aMasterThatDoesNotAnswerIsUnknownWithinSeconds() {
+    long t0 = System.nanoTime();
+    assertThat(StandaloneWorkers.within(1, () -> {
+      Thread.sleep(60_000);
+      return List.of();
+    }, "spark://nowhere:7077")).isEmpty();
+    assertThat((System.nanoTime() - t0) / 1e9).isLessThan(10);
+    assertThat(StandaloneWorkers.within(1, () -> {
+      throw new IllegalStateException("refused");
+    }, "spark://nowhere:7077")).isEmpty();
+    var w = new StandaloneWorkers.Worker("w1", "ALIVE", 4, 8192, Map.of());
+    assertThat(StandaloneWorkers.within(5, () -> List.of(w), "spark://m:7077")).contains(List.of(w));
+  }
 }
