@@ -168,8 +168,8 @@ public final class VolpoolJob {
    */
   static RunSpec runSpec(JobSettings s, SparkSession spark, Pipeline pipeline, FileFormat inputFormat, TensorLayout layout,
       int outputGap, boolean outputRows) {
-    return new RunSpec(pipeline, s.device(), s.batchSize(), cpuThreads(s, spark), s.gpuMemoryFraction(), s.memoryBudget(),
-        inputFormat, layout, s.npyMaxHeaderBytes(), outputGap, s.outputRowBytes(), outputRows);
+    return new RunSpec(pipeline, s.executor().withCpuThreads(cpuThreads(s, spark)), inputFormat, layout, outputGap,
+        s.outputRowBytes(), outputRows);
   }
 
   static int cpuThreads(JobSettings s, SparkSession spark) {

@@ -111,6 +111,25 @@ class PackageRulesTest {
   }
 
   @Test
+  void executorSettingsAreParsedInOnePlace() throws Exception {
+    // the driver's job settings and the executor plugin both take ExecutorSettings.parse: no second reading of a key
+    Pattern read = Pattern.compile("\\b(DEVICE|BATCH_SIZE|CPU_THREADS|GPU_MEMORY_FRACTION|MEMORY_BUDGET|GPU_PINNED_POOL|NPY_MAX_HEADER)"
+        + "\\.(get|raw)\\(");
+    List<String> wrong = new ArrayList<>();
+    for (Source s : sources()) {
+      if (s.path().getFileName().toString().equals("ExecutorSettings.java")) {
+        continue;
+      }
+      for (int i = 0; i < s.code().size(); i++) {
+        if (read.matcher(s.code().get(i)).find()) {
+          wrong.add(s.path() + ":" + (i + 1) + ": " + s.code().get(i).trim());
+        }
+      }
+    }
+    assertThat(wrong).as("executor settings parsed outside ExecutorSettings").isEmpty();
+  }
+
+  @Test
   void slabsAreSizedInOnePlace() throws Exception {
     // a runner that streams a volume in slabs asks SlabSizes; the backends answer it (their plans of whole volumes
     // size their own slabs, being the backend), no runner computes a share or asks the backend itself

@@ -5,35 +5,53 @@ import io.volpool.op.Pipeline;
 import java.io.Serializable;
 
 /**
- * What executors need to process a partition, resolved once on the driver from the job settings:
- * the pipeline (weights included), the device choice, batching, threads, the memory budget and how
- * the input is laid out. Small and serializable.
+ * What executors need to process a partition, resolved once on the driver: the pipeline (weights
+ * included), the executor settings (the same parsed value the executor plugin reads), and the plan's
+ * choices of input layout and output. Small and serializable.
  *
- * @param device where the kernels run
- * @param batchSize volumes per batch; 0 lets the backend choose from the shape (and free device memory)
- * @param cpuThreads threads of the CPU backend per executor JVM; 0: the executor's cores, resolved on the executor
- * @param gpuMemoryFraction share of each GPU's free memory that batches may take
- * @param memoryBudget bytes of the executor's memory budget; 0 means half of the executor's heap
+ * @param settings device, batching, threads, memory budget, as parsed from the job's settings
  * @param inputFormat how the input files store volumes; null for a DataFrame's rows
  * @param layout the Parquet input layout (null for .npy input)
- * @param npyMaxHeaderBytes the largest .npy header accepted
  * @param outputGap bytes the backend leaves before each output volume (4 for Parquet output, 0 for .npy)
  * @param outputRowBytes the most data bytes per output row of a volume stored across rows
  * @param outputRows the output holds volumes across rows (Parquet with d0/d1 columns)
  */
-public record RunSpec(Pipeline pipeline, io.volpool.conf.Device device, int batchSize, int cpuThreads, double gpuMemoryFraction, long memoryBudget,
-    io.volpool.conf.FileFormat inputFormat, TensorLayout layout, int npyMaxHeaderBytes, int outputGap, long outputRowBytes, boolean outputRows)
-    implements Serializable {
+public record RunSpec(Pipeline pipeline, io.volpool.conf.ExecutorSettings settings, io.volpool.conf.FileFormat inputFormat,
+    TensorLayout layout, int outputGap, long outputRowBytes, boolean outputRows) implements Serializable {
+
+  public io.volpool.conf.Device device() {
+    return settings.device();
+  }
+
+  public int batchSize() {
+    return settings.batchSize();
+  }
+
+  public int cpuThreads() {
+    return settings.cpuThreads();
+  }
+
+  public double gpuMemoryFraction() {
+    return settings.gpuMemoryFraction();
+  }
+
+  public long memoryBudget() {
+    return settings.memoryBudget();
+  }
+
+  public int npyMaxHeaderBytes() {
+    return settings.npyMaxHeaderBytes();
+  }
 
   /** What the engine needs of this run. */
   public io.volpool.exec.EngineSpec engine() {
-    return new io.volpool.exec.EngineSpec(pipeline, batchSize, outputGap, outputRowBytes, outputRows);
+    return new io.volpool.exec.EngineSpec(pipeline, batchSize(), outputGap, outputRowBytes, outputRows);
   }
 
   /** Threads of the CPU backend in this executor JVM: the resolved setting, else the executor's cores. */
   public int executorThreads() {
     org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
-    return executorThreads(cpuThreads, env == null ? null : env.conf(), Runtime.getRuntime().availableProcessors());
+    return executorThreads(cpuThreads(), env == null ? null : env.conf(), Runtime.getRuntime().availableProcessors());
   }
 
   /**
@@ -51,7 +69,7 @@ public record RunSpec(Pipeline pipeline, io.volpool.conf.Device device, int batc
 
   /** The executor's budget in bytes: the setting, or half of this JVM's heap (as the driver sees it). */
   public long budgetBytes() {
-    return io.volpool.memory.MemoryBudget.bytesFor(memoryBudget);
+    return io.volpool.memory.MemoryBudget.bytesFor(memoryBudget());
   }
 
   /**

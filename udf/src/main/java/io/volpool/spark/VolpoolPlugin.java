@@ -66,20 +66,20 @@ public final class VolpoolPlugin implements SparkPlugin {
     for (Tuple2<String, String> kv : conf.getAllWithPrefix(VolpoolOptions.PREFIX)) {
       values.put(VolpoolOptions.PREFIX + kv._1(), kv._2());
     }
-    io.volpool.conf.Device device = VolpoolOptions.DEVICE.get(values);
+    io.volpool.conf.ExecutorSettings s = io.volpool.conf.ExecutorSettings.parse(values);
+    io.volpool.conf.Device device = s.device();
     if (device == io.volpool.conf.Device.CPU) {
       LOG.info("volpool plugin: {}=cpu, nothing to warm", VolpoolOptions.DEVICE.key());
       return null;
     }
-    long budget = VolpoolOptions.MEMORY_BUDGET.get(values);
+    long budget = s.memoryBudget();
     List<String> gpus = new ArrayList<>();
     ResourceInformation gpu = resources == null ? null : resources.get("gpu");
     if (gpu != null) {
       gpus.addAll(List.of(gpu.addresses()));
     }
-    int threads = RunSpec.executorThreads(VolpoolOptions.CPU_THREADS.get(values), conf,
-        Runtime.getRuntime().availableProcessors());
-    return Backends.warmInBackground(device, threads, VolpoolOptions.GPU_MEMORY_FRACTION.get(values),
-        MemoryBudget.bytesFor(budget), VolpoolOptions.GPU_PINNED_POOL.get(values), gpus);
+    int threads = RunSpec.executorThreads(s.cpuThreads(), conf, Runtime.getRuntime().availableProcessors());
+    return Backends.warmInBackground(device, threads, s.gpuMemoryFraction(), MemoryBudget.bytesFor(budget),
+        s.gpuPinnedPoolBytes(), gpus);
   }
 }

@@ -185,17 +185,12 @@ public final class JobSettings {
     final FileFormat outputFormat = java.util.Objects.requireNonNullElse(VolpoolOptions.OUTPUT_FORMAT.get(values), inputFormat);
     final OutputMode mode = VolpoolOptions.MODE.get(values);
     final String outputCompression = VolpoolOptions.OUTPUT_COMPRESSION.get(values);
-    final Device device = VolpoolOptions.DEVICE.get(values);
+    // device, batching, threads, budgets: parsed as the executor plugin parses them
+    final io.volpool.conf.ExecutorSettings executor = io.volpool.conf.ExecutorSettings.parse(values);
     final List<String> stageNames = Operators.stageNames(values);
     final boolean all = checkAll();
-    final int batchSize = VolpoolOptions.BATCH_SIZE.get(values);
-    final int cpuThreads = VolpoolOptions.CPU_THREADS.get(values);
-    final double gpuMemoryFraction = VolpoolOptions.GPU_MEMORY_FRACTION.get(values);
-    final long gpuPinnedPoolBytes = VolpoolOptions.GPU_PINNED_POOL.get(values);
-    final long memoryBudget = VolpoolOptions.MEMORY_BUDGET.get(values);
     final long outputRowBytes = VolpoolOptions.OUTPUT_ROW_BYTES.get(values);
     final OutputLayout outputLayout = VolpoolOptions.OUTPUT_LAYOUT.get(values);
-    final int npyMaxHeaderBytes = Math.toIntExact(VolpoolOptions.NPY_MAX_HEADER.get(values));
     final boolean outputSharedFilesystem = VolpoolOptions.OUTPUT_SHARED_FS.get(values);
     final int resourceTimeoutSeconds = VolpoolOptions.RESOURCE_TIMEOUT.get(values);
     final String tensorColumn = VolpoolOptions.INPUT_TENSOR_COLUMN.raw(values);
@@ -276,7 +271,7 @@ public final class JobSettings {
   }
 
   public Device device() {
-    return p.device;
+    return p.executor.device();
   }
 
   /** Stage names in order; empty for {@code identity}. */
@@ -295,25 +290,30 @@ public final class JobSettings {
   }
 
   public int batchSize() {
-    return p.batchSize;
+    return p.executor.batchSize();
+  }
+
+  /** What executors work with, parsed as the executor plugin parses it. */
+  public io.volpool.conf.ExecutorSettings executor() {
+    return p.executor;
   }
 
   /** CPU threads per executor JVM; 0 means the executor's cores. */
   public int cpuThreads() {
-    return p.cpuThreads;
+    return p.executor.cpuThreads();
   }
 
   public double gpuMemoryFraction() {
-    return p.gpuMemoryFraction;
+    return p.executor.gpuMemoryFraction();
   }
 
   /** Bytes of the pinned pool allocated when an executor (or, in local mode, the job) starts; 0: none. */
   public long gpuPinnedPoolBytes() {
-    return p.gpuPinnedPoolBytes;
+    return p.executor.gpuPinnedPoolBytes();
   }
 
   public int npyMaxHeaderBytes() {
-    return p.npyMaxHeaderBytes;
+    return p.executor.npyMaxHeaderBytes();
   }
 
   public int resourceTimeoutSeconds() {
@@ -326,7 +326,7 @@ public final class JobSettings {
 
   /** The memory budget in bytes; 0 for {@code auto} (half of each executor's heap). */
   public long memoryBudget() {
-    return p.memoryBudget;
+    return p.executor.memoryBudget();
   }
 
   /** The most data bytes per output row of a volume stored across rows. */
