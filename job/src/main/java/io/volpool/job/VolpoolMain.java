@@ -42,6 +42,9 @@ public final class VolpoolMain {
   public static final int EXIT_ENVIRONMENT = ExitCode.ENVIRONMENT.code();
   private static final Pattern NO_GPU = Pattern.compile(Pattern.quote(DeviceUnavailableException.PREFIX) + "[^\\n]*");
   private static final Pattern BAD_RECORD = Pattern.compile("(bad record [^\\n]*)");
+  /** Spark's YARN client refusing a container no node can have (Client.verifyClusterResources). */
+  private static final Pattern YARN_TOO_BIG = Pattern.compile("Required (executor|AM) memory[^\\n]* is above the max"
+      + " threshold[^\\n]*");
 
   private VolpoolMain() {}
 
@@ -436,6 +439,15 @@ public final class VolpoolMain {
           err.println("volpool: " + f.advice());
         }
         return f.exit().code();
+      }
+      // YARN refuses, at the submission and every time, an executor or AM larger than its largest container
+      Matcher yarn = YARN_TOO_BIG.matcher(String.valueOf(c.getMessage()));
+      if (yarn.find()) {
+        err.println("volpool: FAILED: the cluster cannot run this request: " + yarn.group());
+        err.println("volpool: nothing was written; lower spark.executor.memory (with spark.executor.memoryOverhead) or"
+            + " spark.yarn.am.memory to fit yarn.scheduler.maximum-allocation-mb, or ask for larger containers; see"
+            + " docs/storage.md");
+        return EXIT_SETTINGS;
       }
       // a task failure whose exception the driver could not rebuild keeps only its text
       Matcher gpu = NO_GPU.matcher(String.valueOf(c.getMessage()));

@@ -124,8 +124,10 @@ class YarnIT {
     cmd.add(confDir + File.pathSeparator + String.join(File.pathSeparator, jars));
     cmd.add("org.apache.spark.deploy.SparkSubmit");
     cmd.addAll(List.of("--master", "yarn", "--deploy-mode", "client", "--class", VolpoolMain.class.getName(),
-        "--name", "volpool-" + name, "--num-executors", "1", "--executor-cores", "2", "--executor-memory", "1g",
-        "--driver-memory", "1g"));
+        "--name", "volpool-" + name, "--num-executors", "1", "--executor-cores", "2", "--driver-memory", "1g"));
+    if (!conf.containsKey("spark.executor.memory")) {
+      cmd.addAll(List.of("--executor-memory", "1g"));
+    }
     Map<String, String> all = new java.util.LinkedHashMap<>(Map.of(
         "spark.yarn.jars", jars.stream().map(j -> "local:" + j).collect(Collectors.joining(",")),
         "spark.yarn.stagingDir", work.resolve("staging").toUri().toString(),
@@ -217,5 +219,20 @@ class YarnIT {
     assertThat(status.get("exit_code").asInt()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
     assertThat(status.get("message").asText()).contains("bad record id=bad-7");
     assertThat(apps("bad")).hasSize(1);
+  }
+
+  @Test
+  void anExecutorLargerThanTheClustersLargestContainerIsASettingsError(@TempDir Path tmp) throws Exception {
+    Path out = tmp.resolve("out");
+    Map<String, String> conf = yarnConf(JobEndToEndTest.SEED.dir().resolve("volumes_binary.parquet"), out);
+    conf.put("spark.executor.memory", "64g"); // the MiniYARNCluster's largest container is 4 GiB
+    Submitted r = submit(conf, "huge");
+    // YARN refuses it at the submission, every time: exit 2, not the 1 a scheduler retries
+    assertThat(r.code()).as(r.log()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    assertThat(r.log()).contains("volpool: FAILED: ").contains("is above the max threshold")
+        .contains("spark.executor.memory").doesNotContain("unexpected error");
+    assertThat(Files.exists(out)).as("no output").isFalse();
+    JsonNode status = new ObjectMapper().readTree(tmp.resolve(".out.volpool-status.json").toFile());
+    assertThat(status.get("exit_code").asInt()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
   }
 }
