@@ -2,15 +2,12 @@ package io.volpool.job;
 
 import io.volpool.exec.Backends;
 import io.volpool.backend.DeviceUnavailableException;
-import io.volpool.job.io.NoInputException;
 import io.volpool.job.config.JobSettings;
 import io.volpool.conf.ExitCode;
 import io.volpool.conf.SettingsException;
 import io.volpool.conf.VolpoolFailure;
 import io.volpool.conf.VolpoolOptions;
 import io.volpool.io.BadRecordException;
-import io.volpool.io.CorruptInputException;
-import io.volpool.memory.MemoryBudgetException;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.Reader;
