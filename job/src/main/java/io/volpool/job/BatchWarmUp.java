@@ -1,7 +1,7 @@
 package io.volpool.job;
 
 import io.volpool.backend.Backend;
-import io.volpool.exec.Backends;
+import io.volpool.exec.ExecutorRuntime;
 import io.volpool.io.ParquetVolumeInput;
 import io.volpool.io.RowRules;
 import io.volpool.io.TensorLayout;
@@ -41,8 +41,9 @@ final class BatchWarmUp {
         if (shape == null) {
           return;
         }
-        MemoryBudget budget = MemoryBudget.forJvm(spec.executorBudgetBytes());
-        Backend b = Backends.get(spec.device(), spec.executorThreads(), spec.gpuMemoryFraction(), budget);
+        ExecutorRuntime runtime = ExecutorRuntime.of(spec.settings());
+        MemoryBudget budget = runtime.budget();
+        Backend b = runtime.backend();
         LOG.info("volpool warm-up: {}", b.makeBatchesAhead(spec.pipeline(), shape, spec.batchSize(),
             ParquetVolumeInput.volumesAtMost(first.splits()), b.deviceFor(null), spec.engine().outputGap(), budget,
             batches));

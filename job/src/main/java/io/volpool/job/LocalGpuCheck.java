@@ -1,9 +1,9 @@
 package io.volpool.job;
 
-import io.volpool.exec.Backends;
+import io.volpool.exec.ExecutorRuntime;
 
 /**
- * {@code device=gpu} in local mode: the check that a usable GPU exists ({@link Backends#requireGpu}).
+ * {@code device=gpu} in local mode: the check that a usable GPU exists ({@link ExecutorRuntime#requireGpu}).
  * When this JVM has looked for CUDA already (the warm-up's probe ended: a missing driver or JCuda
  * library, no device, an old driver are all found at once), it runs now and fails before anything
  * is written. While the warm-up is still initialising CUDA (0.1-0.3 s on the H200, which is what a
@@ -20,7 +20,7 @@ final class LocalGpuCheck {
   private LocalGpuCheck() {
     thread = new Thread(() -> {
       try {
-        Backends.requireGpu();
+        ExecutorRuntime.requireGpu();
       } catch (RuntimeException e) {
         failure = e;
       }
@@ -31,7 +31,7 @@ final class LocalGpuCheck {
   /** Checks now when CUDA was probed already (throwing its failure), else starts the check beside the caller. */
   static LocalGpuCheck start() {
     LocalGpuCheck c = new LocalGpuCheck();
-    if (Backends.gpuProbed()) {
+    if (ExecutorRuntime.gpuProbed()) {
       c.thread.run(); // on this thread: the answer is at hand
       c.require();
     } else {

@@ -261,7 +261,7 @@ public final class Volpool {
     float[] x = new float[(int) in.numel()];
     ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(x);
     VolumeShape os = p.outputShape(in);
-    float[] y = io.volpool.exec.Backends.runOneOnCpu(p, in, x);
+    float[] y = io.volpool.exec.ExecutorRuntime.runOneOnCpu(p, in, x);
     RUNS.incrementAndGet();
     ByteBuffer out = ByteBuffer.allocate(y.length * 4).order(ByteOrder.LITTLE_ENDIAN);
     out.asFloatBuffer().put(y);

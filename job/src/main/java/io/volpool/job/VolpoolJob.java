@@ -154,7 +154,7 @@ public final class VolpoolJob {
 
   /**
    * Threads of the CPU backend: the setting, else {@code local[N]}'s N; on a cluster 0, which each
-   * executor resolves to its own cores ({@link RunSpec#executorThreads}): the driver's host says
+   * executor resolves to its own cores ({@link io.volpool.exec.ExecutorRuntime#threads}): the driver's host says
    * nothing about the executors'.
    */
   /**
@@ -199,9 +199,7 @@ public final class VolpoolJob {
       // the driver is the executor: initialise CUDA, open the GPU, allocate the pinned pool and load Snappy while the
       // job plans (not for device=cpu: on 2 cores a warm-up thread beside the planning driver moved the first commit
       // by nothing)
-      io.volpool.exec.Backends.warmInBackground(s.device(), cpuThreads(s, spark), s.gpuMemoryFraction(),
-          io.volpool.memory.MemoryBudget.bytesFor(s.memoryBudget()), s.gpuPinnedPoolBytes(),
-          List.of());
+      io.volpool.exec.ExecutorRuntime.start(s.executor().withCpuThreads(cpuThreads(s, spark)), List.of());
     }
     Map<String, String> files = new LinkedHashMap<>();
     Pipeline pipeline = pipeline(s, conf, files);
@@ -262,7 +260,7 @@ public final class VolpoolJob {
         provenance(s, pipeline, files), s.outputRowBytes());
     RunSpec spec = runSpec(s, spark, pipeline, s.inputFormat(), layout, npyOut ? 0 : ParquetBatchWriter.GAP, rowsOut);
     if (local) {
-      spec.executorBudgetBytes(); // a budget the heap cannot hold
+      io.volpool.exec.ExecutorRuntime.budgetBytes(spec.settings()); // a budget the heap cannot hold
     }
     // the driver is the executor: a missing GPU is said once, in one line, rather than in a failed task's stack trace;
     // now when the warm-up has probed CUDA already, else beside the job's submission while CUDA initialises (0.1-0.3 s
@@ -426,7 +424,7 @@ public final class VolpoolJob {
         p.describe(), backend, plan.volumes() >= 0 ? plan.volumes() : m.volumesRead().value(), committed.volumes(),
         m.volumesRead().value(), committed.rows(), committed.files(), m.bytesIn().value(),
         m.bytesOut().value(), m.batches().value(), m.slabbedVolumes().value(), plan.volumes(), secs, phases,
-            spec.budgetBytes(), m.peakBudgetBytes().value(),
+            io.volpool.memory.MemoryBudget.bytesFor(spec.memoryBudget()), m.peakBudgetBytes().value(),
         m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective(), timeline);
   }
 }

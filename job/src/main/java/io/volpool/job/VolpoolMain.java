@@ -1,6 +1,6 @@
 package io.volpool.job;
 
-import io.volpool.exec.Backends;
+import io.volpool.exec.ExecutorRuntime;
 import io.volpool.backend.DeviceUnavailableException;
 import io.volpool.job.config.JobSettings;
 import io.volpool.conf.ExitCode;
@@ -48,7 +48,7 @@ public final class VolpoolMain {
   public static void main(String[] args) {
     Signals.install();
     int code = run(args, System.out, System.err);
-    Backends.closeAll();
+    ExecutorRuntime.shutdown();
     if (Signals.caught() != null) {
       // the JVM is already shutting down (exiting with the signal's code); System.exit would block for ever
       Signals.done();

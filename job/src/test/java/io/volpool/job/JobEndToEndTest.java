@@ -95,17 +95,17 @@ class JobEndToEndTest {
   void aLocalRunWarmsTheJvmWhileItPlans(@TempDir Path tmp) throws Exception {
     // local mode: the driver is the executor, so the job starts the warm-up (Snappy's native library, the backend)
     // while it plans; without it every first task waits for Snappy's library to be extracted
-    int before = io.volpool.exec.Backends.warmUpsEnded();
+    int before = io.volpool.exec.ExecutorRuntime.startsEnded();
     var conf = seedConf(SEED.dir().resolve("volumes_binary.parquet"), "parquet", tmp.resolve("out"));
     conf.put("spark.volpool.device", "auto");
     SparkTests.Result r = SparkTests.run(conf);
     assertThat(r.code()).as(r.err()).isZero();
     long deadline = System.nanoTime() + 10_000_000_000L;
-    while (io.volpool.exec.Backends.warmUpsEnded() == before && System.nanoTime() < deadline) {
+    while (io.volpool.exec.ExecutorRuntime.startsEnded() == before && System.nanoTime() < deadline) {
       Thread.sleep(20);
     }
-    assertThat(io.volpool.exec.Backends.warmUpsEnded()).as("warm-ups ended during the run").isGreaterThan(before);
-    assertThat(io.volpool.exec.Backends.lastWarmUp()).containsPattern("Snappy [0-9.]+ native library loaded in [0-9]+ ms");
+    assertThat(io.volpool.exec.ExecutorRuntime.startsEnded()).as("warm-ups ended during the run").isGreaterThan(before);
+    assertThat(io.volpool.exec.ExecutorRuntime.lastStart()).containsPattern("Snappy [0-9.]+ native library loaded in [0-9]+ ms");
   }
 
   @Test

@@ -130,6 +130,24 @@ class PackageRulesTest {
   }
 
   @Test
+  void executorStateIsLookedUpInOnePlace() throws Exception {
+    // the budget, the backend and the codecs of an executor JVM come from ExecutorRuntime: no caller resolves its own
+    Pattern own = Pattern.compile("MemoryBudget\\.forJvm\\(|CodecWarmUp\\.warm\\(|Backends\\.(get|closeAll)\\(");
+    List<String> wrong = new ArrayList<>();
+    for (Source s : sources()) {
+      if (s.path().getFileName().toString().equals("ExecutorRuntime.java")) {
+        continue;
+      }
+      for (int i = 0; i < s.code().size(); i++) {
+        if (own.matcher(s.code().get(i)).find()) {
+          wrong.add(s.path() + ":" + (i + 1) + ": " + s.code().get(i).trim());
+        }
+      }
+    }
+    assertThat(wrong).as("executor state resolved outside ExecutorRuntime").isEmpty();
+  }
+
+  @Test
   void slabsAreSizedInOnePlace() throws Exception {
     // a runner that streams a volume in slabs asks SlabSizes; the backends answer it (their plans of whole volumes
     // size their own slabs, being the backend), no runner computes a share or asks the backend itself

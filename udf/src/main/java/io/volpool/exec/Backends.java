@@ -9,17 +9,16 @@ import io.volpool.cuda.CudaUnavailableException;
 import io.volpool.memory.MemoryBudget;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The one place that chooses the backend, once per executor JVM and setting, and keeps it for the
- * JVM's life (like Iceberg's executor cache): {@code gpu} must get CUDA or fail saying why,
+ * JVM's life (asked through {@link ExecutorRuntime}) (like Iceberg's executor cache): {@code gpu} must get CUDA or fail saying why,
  * {@code cpu} always gets the CPU, {@code auto} tries CUDA and falls back to the CPU, logging the
  * reason and how to get the fast path. The instances live until JVM shutdown, when a hook closes them.
  */
-public final class Backends {
+final class Backends {
   private static final Logger LOG = LoggerFactory.getLogger(Backends.class);
   private static final Map<String, Backend> CACHE = new HashMap<>();
   private static final Map<String, MemoryBudget> BUDGETS = new HashMap<>();
@@ -36,7 +35,7 @@ public final class Backends {
    * @param budget the executor's memory budget, which the backend's buffer pools draw on
    * @throws IllegalStateException for {@code gpu} when no usable CUDA device exists, with the reason
    */
-  public static synchronized Backend get(io.volpool.conf.Device device, int cpuThreads, double gpuMemoryFraction, MemoryBudget budget) {
+  static synchronized Backend get(io.volpool.conf.Device device, int cpuThreads, double gpuMemoryFraction, MemoryBudget budget) {
     // the GPU backend does not depend on the CPU threads: a warm-up that resolved them otherwise still finds it
     String key = device == io.volpool.conf.Device.GPU ? device + "/" + gpuMemoryFraction : device + "/" + cpuThreads + "/" + gpuMemoryFraction;
     Backend b = CACHE.get(key);
@@ -87,81 +86,14 @@ public final class Backends {
     }
   }
 
-  private static volatile String lastWarmUp;
-  private static final AtomicInteger WARM_UPS = new AtomicInteger();
-
-  /**
-   * Warms this JVM's backend for these settings before tasks come, on a thread of its own: the GPU
-   * backend opens the devices of {@code gpuAddresses} (Spark's addresses; none: device 0) and
-   * allocates the pinned pool ({@link Backend#warm}); after that, the native Snappy library is loaded
-   * ({@link io.volpool.io.CodecWarmUp}). Called by {@code VolpoolPlugin} when an
-   * executor starts and by the job in local mode while it plans. A task asking for the backend
-   * meanwhile waits until it exists (CUDA initialised), not for the pool: pool memory is used as it
-   * comes. A warm-up that fails is logged, and the task meets the same failure with its own message.
-   *
-   * @return the warm-up thread (tests join it)
-   */
-  public static Thread warmInBackground(io.volpool.conf.Device device, int cpuThreads, double gpuMemoryFraction, long budgetBytes,
-      long pinnedPoolBytes, java.util.List<String> gpuAddresses) {
-    Thread t = new Thread(() -> {
-      long t0 = System.nanoTime();
-      String what;
-      try {
-        Backend b = get(device, cpuThreads, gpuMemoryFraction, MemoryBudget.forJvm(budgetBytes));
-        java.util.List<Integer> devices = new java.util.ArrayList<>();
-        for (String a : gpuAddresses.isEmpty() ? java.util.List.of("") : gpuAddresses) {
-          devices.add(b.deviceFor(a.isEmpty() ? null : a));
-        }
-        what = b.warm(devices, pinnedPoolBytes);
-        LOG.info("volpool warm-up done in {} ms: {}", (System.nanoTime() - t0) / 1_000_000, what);
-      } catch (RuntimeException | LinkageError e) {
-        what = "failed: " + e;
-        LOG.warn("volpool warm-up failed after {} ms (tasks open the backend themselves and say why if they cannot): {}",
-            (System.nanoTime() - t0) / 1_000_000, e.toString());
-      }
-      // after the backend, which every first task waits for; a task that meets Snappy meanwhile waits for this load
-      // instead of doing its own
-      String codecs;
-      try {
-        codecs = io.volpool.io.CodecWarmUp.warm();
-      } catch (RuntimeException | LinkageError e) {
-        codecs = "Snappy not loaded (" + e + ")";
-        LOG.warn("volpool warm-up: {}", codecs);
-      }
-      // each failure named for itself: Hadoop's defaults do not depend on Snappy
-      try {
-        codecs += "; " + io.volpool.io.ShippedConf.warm();
-        LOG.info("volpool warm-up: {}", codecs);
-      } catch (RuntimeException e) {
-        codecs += "; Hadoop's defaults not parsed (" + e + ")";
-        LOG.warn("volpool warm-up: {}", codecs);
-      }
-      lastWarmUp = what + "; " + codecs;
-      WARM_UPS.incrementAndGet();
-    }, "volpool-warm-up");
-    t.setDaemon(true);
-    t.start();
-    return t;
-  }
-
-  /** How many warm-ups of this JVM have ended, done or failed. */
-  public static int warmUpsEnded() {
-    return WARM_UPS.get();
-  }
-
-  /** What the last warm-up of this JVM did ("failed: ..." when it failed), or null when none ran. */
-  public static String lastWarmUp() {
-    return lastWarmUp;
-  }
-
   /**
    * Fails now, on the driver, when {@code device=gpu} cannot work in this JVM: in local mode the
-   * driver is the executor, and one line beats a failed task's stack trace in every task. A warm-up
-   * initialising CUDA meanwhile ({@link #warmInBackground}) is waited for, not repeated.
+   * driver is the executor, and one line beats a failed task's stack trace in every task. A start
+   * initialising CUDA meanwhile ({@link ExecutorRuntime#start}) is waited for, not repeated.
    *
    * @throws DeviceUnavailableException saying why
    */
-  public static void requireGpu() {
+  static void requireGpu() {
     try (CudaBackend b = CudaBackend.create(0.5)) {
       LOG.debug("CUDA available: {} device(s)", b.deviceCount());
     } catch (CudaUnavailableException e) {
@@ -173,7 +105,7 @@ public final class Backends {
    * Whether this JVM has looked for CUDA already (a warm-up or a task did), so that
    * {@link #requireGpu} answers without waiting for CUDA's initialisation.
    */
-  public static boolean gpuProbed() {
+  static boolean gpuProbed() {
     return CudaBackend.probed();
   }
 
@@ -183,7 +115,7 @@ public final class Backends {
    * Runs {@code pipeline} on one volume {@code x} of {@code input} on this JVM's one-thread CPU
    * backend: the SQL functions, which Spark calls one row at a time on many task threads.
    */
-  public static float[] runOneOnCpu(io.volpool.op.Pipeline pipeline, io.volpool.op.VolumeShape input, float[] x) {
+  static float[] runOneOnCpu(io.volpool.op.Pipeline pipeline, io.volpool.op.VolumeShape input, float[] x) {
     CpuBackend b;
     synchronized (Backends.class) {
       if (rowCpu == null) {
@@ -195,7 +127,7 @@ public final class Backends {
   }
 
   /** Closes every backend of this JVM (idempotent; also run at JVM shutdown). */
-  public static synchronized void closeAll() {
+  static synchronized void closeAll() {
     for (Backend b : CACHE.values()) {
       try {
         b.close();

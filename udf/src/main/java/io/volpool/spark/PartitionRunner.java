@@ -2,7 +2,7 @@ package io.volpool.spark;
 
 import io.volpool.conf.VolpoolOptions;
 import io.volpool.backend.Backend;
-import io.volpool.exec.Backends;
+import io.volpool.exec.ExecutorRuntime;
 import io.volpool.exec.BatchRunner;
 import io.volpool.exec.ScratchFiles;
 import io.volpool.exec.SlabVolumes;
@@ -24,7 +24,7 @@ import scala.Tuple2;
 
 /**
  * The one partition function of a volpool job, for Parquet and .npy input alike: opens the task's
- * input, picks the JVM's backend ({@link Backends}) and the task's device (from the GPU Spark
+ * input, picks the JVM's backend ({@link io.volpool.exec.ExecutorRuntime}) and the task's device (from the GPU Spark
  * assigned it, mapped through CUDA_VISIBLE_DEVICES), and hands finished batches to the output
  * writer ({@link VolpoolOutputFormat}) one at a time. When the task completes, its counts and
  * times go into the job's accumulators and its batches back to the budget.
@@ -84,8 +84,9 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     }
     TaskState state = new TaskState();
     CURRENT.set(state);
-    MemoryBudget budget = MemoryBudget.forJvm(spec.executorBudgetBytes());
-    Backend backend = Backends.get(spec.device(), spec.executorThreads(), spec.gpuMemoryFraction(), budget);
+    ExecutorRuntime runtime = ExecutorRuntime.of(spec.settings());
+    MemoryBudget budget = runtime.budget();
+    Backend backend = runtime.backend();
     int device = deviceOf(tc, backend);
     String task = "task " + plan.index() + (tc == null ? "" : " (attempt " + tc.attemptNumber() + ")");
     TaskRun runner;

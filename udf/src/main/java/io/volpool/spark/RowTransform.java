@@ -1,7 +1,7 @@
 package io.volpool.spark;
 
 import io.volpool.backend.Backend;
-import io.volpool.exec.Backends;
+import io.volpool.exec.ExecutorRuntime;
 import io.volpool.exec.BatchRunner;
 import io.volpool.exec.EngineSpec;
 import io.volpool.exec.TaskState;
@@ -36,8 +36,9 @@ public final class RowTransform implements MapPartitionsFunction<Row, Row> {
   @Override
   public Iterator<Row> call(Iterator<Row> rows) {
     TaskContext tc = TaskContext.get();
-    MemoryBudget budget = MemoryBudget.forJvm(spec.executorBudgetBytes());
-    Backend backend = Backends.get(spec.device(), spec.executorThreads(), spec.gpuMemoryFraction(), budget);
+    ExecutorRuntime runtime = ExecutorRuntime.of(spec.settings());
+    MemoryBudget budget = runtime.budget();
+    Backend backend = runtime.backend();
     int device = PartitionRunner.deviceOf(tc, backend);
     RowInput input = new RowInput(rows, layout);
     BatchRunner runner = new BatchRunner(input, backend, device,

@@ -47,41 +47,4 @@ public record RunSpec(Pipeline pipeline, io.volpool.conf.ExecutorSettings settin
   public io.volpool.exec.EngineSpec engine() {
     return new io.volpool.exec.EngineSpec(pipeline, batchSize(), outputGap, outputRowBytes, outputRows);
   }
-
-  /** Threads of the CPU backend in this executor JVM: the resolved setting, else the executor's cores. */
-  public int executorThreads() {
-    org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
-    return executorThreads(cpuThreads(), env == null ? null : env.conf(), Runtime.getRuntime().availableProcessors());
-  }
-
-  /**
-   * {@code cpuThreads} when set; else {@code spark.executor.cores} (so two executors on one host do
-   * not each start a thread per core); else the cores this JVM sees (a container's limit on YARN
-   * and Kubernetes; a standalone executor given a whole worker).
-   */
-  static int executorThreads(int cpuThreads, org.apache.spark.SparkConf conf, int jvmCores) {
-    if (cpuThreads > 0) {
-      return cpuThreads;
-    }
-    int cores = conf == null ? -1 : conf.getInt("spark.executor.cores", -1);
-    return Math.max(1, cores > 0 ? cores : jvmCores);
-  }
-
-  /** The executor's budget in bytes: the setting, or half of this JVM's heap (as the driver sees it). */
-  public long budgetBytes() {
-    return io.volpool.memory.MemoryBudget.bytesFor(memoryBudget());
-  }
-
-  /**
-   * This executor's budget in bytes, checked against its heap: a budget larger than the JVM's
-   * maximum heap is refused (CPU batches and heap pages live on it, so the budget could never keep
-   * it from running out of memory).
-   *
-   * @throws io.volpool.memory.MemoryBudgetException naming the setting, its value and the maximum
-   */
-  public long executorBudgetBytes() {
-    long b = budgetBytes();
-    io.volpool.memory.MemoryBudget.requireFitsHeap(b, Runtime.getRuntime().maxMemory());
-    return b;
-  }
 }

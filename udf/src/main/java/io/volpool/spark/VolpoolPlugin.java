@@ -1,8 +1,7 @@
 package io.volpool.spark;
 
 import io.volpool.conf.VolpoolOptions;
-import io.volpool.exec.Backends;
-import io.volpool.memory.MemoryBudget;
+import io.volpool.exec.ExecutorRuntime;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -53,7 +52,7 @@ public final class VolpoolPlugin implements SparkPlugin {
       @Override
       public void shutdown() {
         if (started) {
-          Backends.closeAll();
+          ExecutorRuntime.shutdown();
           LOG.info("volpool plugin: executor stopping, backends closed");
         }
       }
@@ -72,14 +71,11 @@ public final class VolpoolPlugin implements SparkPlugin {
       LOG.info("volpool plugin: {}=cpu, nothing to warm", VolpoolOptions.DEVICE.key());
       return null;
     }
-    long budget = s.memoryBudget();
     List<String> gpus = new ArrayList<>();
     ResourceInformation gpu = resources == null ? null : resources.get("gpu");
     if (gpu != null) {
       gpus.addAll(List.of(gpu.addresses()));
     }
-    int threads = RunSpec.executorThreads(s.cpuThreads(), conf, Runtime.getRuntime().availableProcessors());
-    return Backends.warmInBackground(device, threads, s.gpuMemoryFraction(), MemoryBudget.bytesFor(budget),
-        s.gpuPinnedPoolBytes(), gpus);
+    return ExecutorRuntime.start(s, gpus);
   }
 }
