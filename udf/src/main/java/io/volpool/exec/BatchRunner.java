@@ -68,6 +68,7 @@ public final class BatchRunner implements TaskRun {
   private final ScratchMap spillIn;
   private final ScratchMap spillOut;
   private final int outputGap;
+  private final Planner planner;
   private final MemoryBudget budget;
   private final PhaseTimes times;
   private final TaskState task;
@@ -107,6 +108,7 @@ public final class BatchRunner implements TaskRun {
     this.spillIn = new ScratchMap(scratch, "in");
     this.spillOut = new ScratchMap(scratch, "out");
     this.outputGap = spec.outputGap();
+    this.planner = new Planner(backend, device, budget, spec);
     this.budget = budget;
     this.gate = new Gate();
     this.task = task;
@@ -314,7 +316,7 @@ public final class BatchRunner implements TaskRun {
   private VolumePlan planFor(VolumeShape s, String record) {
     if (!s.equals(planShape)) {
       try {
-        plan = backend.plan(spec.pipeline(), s, spec.batchSize(), input.volumesAtMost(), device, outputGap, budget);
+        plan = planner.volumes(s, input.volumesAtMost());
       } catch (IllegalArgumentException e) {
         throw new BadRecordException(record, "shape " + s + " cannot go through pipeline " + spec.pipeline().describe()
             + ": " + e.getMessage(), e);
@@ -345,8 +347,7 @@ public final class BatchRunner implements TaskRun {
     try {
       if (spec.outputRows()) {
         // written across rows: the output streams out row by row as the slabs run, whatever its size
-        streamed = StreamedVolume.start(item, spec.pipeline(), backend, device, vp.slabPlanes(), spec.outputRowBytes(),
-            budget, task, spillIn, done -> slabProgress(done, outShape.d()));
+        streamed = StreamedVolume.start(item, spec.pipeline(), planner, backend, device, vp.slabPlanes(), budget, task, spillIn, done -> slabProgress(done, outShape.d()));
       } else {
         spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, task, spillIn,
             spillOut, done -> slabProgress(done, outShape.d()));

@@ -42,6 +42,7 @@ public final class SlabVolumes implements TaskRun {
   private final PhaseTimes times;
   private final TaskState state;
   private final String task;
+  private final Planner planner;
   private OutputRows rows;
   private int nextVolume;
   private SlabRun run;
@@ -62,6 +63,7 @@ public final class SlabVolumes implements TaskRun {
     this.state = state;
     this.times = state.times();
     this.task = task;
+    this.planner = new Planner(backend, device, budget, spec);
   }
 
   @Override
@@ -109,7 +111,7 @@ public final class SlabVolumes implements TaskRun {
     long inRow = v.rows().stream().mapToLong(r -> (long) (r.d1() - r.d0())).max().orElse(1)
         * v.shape().c() * v.shape().h() * v.shape().w() * Float.BYTES;
     // two input rows: one being read, one read ahead
-    SlabSizes sizes = SlabSizes.of(plan, backend, device, budget, 2 * inRow, spec.outputRowBytes(), false);
+    Planner.Sizes sizes = planner.rows(plan, 2 * inRow, false);
     int rowPlanes = sizes.rowPlanes();
     long share = sizes.share();
     int planes = sizes.planes();

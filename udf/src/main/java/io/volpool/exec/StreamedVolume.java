@@ -31,16 +31,16 @@ final class StreamedVolume implements AutoCloseable {
 
   /**
    * Starts {@code item} through {@code pipeline} on {@code backend}'s {@code device} in slabs of at
-   * most {@code planes} output planes, written in rows of at most {@code rowBytes}; call holding no batch.
+   * most {@code planes} output planes, written in rows as {@code planner} sizes them; call holding no batch.
    * {@code planesDone} is told the output planes done so far after each slab (progress).
    */
-  static StreamedVolume start(VolumeSource item, Pipeline pipeline, Backend backend, int device, int planes,
-      long rowBytes, MemoryBudget budget, TaskState task, ScratchMap scratch, java.util.function.LongConsumer planesDone) {
+  static StreamedVolume start(VolumeSource item, Pipeline pipeline, Planner planner, Backend backend, int device, int planes,
+      MemoryBudget budget, TaskState task, ScratchMap scratch, java.util.function.LongConsumer planesDone) {
     PhaseTimes times = task.times();
     SlabPlan plan = new SlabPlan(pipeline, item.shape());
     boolean copy = pipeline.stages().isEmpty();
     // planes are read where they lie (or from one scratch copy): no input rows held beside the slabs
-    SlabSizes sizes = SlabSizes.of(plan, backend, device, budget, 0, rowBytes, copy);
+    Planner.Sizes sizes = planner.rows(plan, 0, copy);
     int rowPlanes = sizes.rowPlanes();
     int t = sizes.planes() >= 1 ? Math.min(planes, sizes.planes()) : planes;
     PlaneSource src = null;
