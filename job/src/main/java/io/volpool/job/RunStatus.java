@@ -41,7 +41,7 @@ public final class RunStatus {
   static void write(JobSettings s, SparkConf conf, int code, String message, String appId, Instant startedAt,
       PrintStream err) {
     String scheme = new Path(s.output()).toUri().getScheme();
-    if (scheme != null && io.volpool.job.io.ObjectStoreCommit.refusedScheme(scheme)) {
+    if (scheme != null && io.volpool.job.commit.OutputCommit.refusedScheme(scheme)) {
       // such an output is refused before any work: there is no run to report beside it
       err.println("volpool: the run's status was not written: volpool refuses outputs on " + scheme + "://");
       return;

@@ -9,16 +9,16 @@ import io.volpool.io.OutputSpec;
 import io.volpool.io.ParquetBatchWriter;
 import io.volpool.io.ShippedConf;
 import io.volpool.io.TensorLayout;
+import io.volpool.job.commit.CommittedOutput;
+import io.volpool.job.commit.OutputCommit;
 import io.volpool.job.config.JobSettings;
 import io.volpool.conf.SettingsException;
 import io.volpool.conf.VolpoolOptions;
-import io.volpool.job.io.CommittedOutput;
 import io.volpool.job.io.InputPlanner;
 import io.volpool.job.io.NoInputException;
 import io.volpool.job.io.ParquetInspector;
 import io.volpool.job.io.PathOverlap;
 import io.volpool.job.io.PlaneRowPlanner;
-import io.volpool.job.io.StagedOutput;
 import io.volpool.conf.ConfKey;
 import io.volpool.op.OperatorInputs;
 import io.volpool.op.Pipeline;
@@ -60,9 +60,10 @@ import scala.reflect.ClassTag$;
 /**
  * One run of the volpool job on a given SparkSession. The driver plans the tasks from the input's
  * listing and footers ({@link InputPlanner}); each task reads its splits columnar, runs the
- * pipeline in batches and writes through Hadoop's commit protocol into a staging folder
- * ({@link VolpoolOutputFormat}); the driver then checks that what was committed is what was read
- * ({@link CommittedOutput}), writes the summary and moves the staging folder into place. Stateless
+ * pipeline in batches and writes through Hadoop's commit protocol where the output's commit stages it
+ * ({@link VolpoolOutputFormat}, {@link OutputCommit}); the driver then checks that what was committed is what
+ * was read ({@link CommittedOutput}), writes the summary and publishes the output. {@link #run} reads as
+ * those three steps: plan, run the tasks, publish. Stateless
  * apart from the session, which the caller owns.
  */
 public final class VolpoolJob {
@@ -183,10 +184,48 @@ public final class VolpoolJob {
     return 0;
   }
 
+  /**
+   * Runs the job: plans it (settings checked against the input, tasks from the listing and footers),
+   * runs its tasks into the output's staging, and publishes what they committed once it is checked.
+   * After any failure the staging is removed and the output is left as it was.
+   */
   public static RunSummary run(SparkSession spark, JobSettings s) throws IOException {
     long t0 = System.nanoTime();
+    Planned p = plan(spark, s);
+    OutputCommit out = OutputCommit.prepare(s.output(), s.overwrite(), p.conf());
+    JobMetrics metrics = JobMetrics.register(spark.sparkContext());
+    LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}", s.input(),
+        out.output(), describe(p.pipeline()), s.device(), p.input().files(), p.input().tasks().size(), out.staging());
+    try (Progress progress = new Progress(spark.sparkContext(), metrics, p.input().progressTotal(),
+        p.planeRows() ? "rows" : "volumes", t0);
+        ResourceWatch watch = !p.local() && !p.input().tasks().isEmpty()
+            ? new ResourceWatch(spark.sparkContext(), s.resourceTimeoutSeconds()) : null) {
+      Configuration jobConf = runTasks(spark, p, out, metrics, watch);
+      LOG.info(progress.finalLine());
+      return publish(s, p, out, jobConf, metrics, progress.timeline(), t0);
+    } catch (Throwable e) {
+      // Spark's own exceptions are checked ones thrown from Scala: catch everything
+      out.abort();
+      throw e;
+    }
+  }
+
+  /**
+   * What the driver decided before any task runs.
+   *
+   * @param input the tasks and what the listing found
+   * @param layout the Parquet input layout, null for .npy input
+   * @param rowsOut the output holds volumes across rows
+   * @param gpuCheck in local mode with device=gpu, the check that a usable GPU exists (waited for before publishing)
+   */
+  private record Planned(Configuration conf, boolean local, Pipeline pipeline, InputPlanner.Plan input, TensorLayout layout,
+      boolean npyIn, boolean npyOut, boolean planeRows, boolean rowsOut, OutputSpec outSpec, RunSpec spec,
+      LocalGpuCheck gpuCheck) {}
+
+  /** Checks the settings against the input and plans the tasks; in local mode also starts the executor's warm-up. */
+  private static Planned plan(SparkSession spark, JobSettings s) throws IOException {
     Configuration conf = spark.sparkContext().hadoopConfiguration();
-    io.volpool.job.io.ObjectStoreCommit.requireSafe(s.output(), conf);
+    OutputCommit.requireSafe(s.output(), conf);
     // before anything is read, written or deleted: the output may not be, contain or lie inside what the job reads
     PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.input(), VolpoolOptions.INPUT.key(), conf);
     refuseLocalOutputOnCluster(spark.sparkContext().master(), s, conf);
@@ -270,63 +309,66 @@ public final class VolpoolJob {
       // the first wave's batches, made while the job is submitted rather than by its tasks all at once
       BatchWarmUp.start(spec, layout, plan.tasks().get(0), Math.min(plan.tasks().size(), cores), conf);
     }
-    StagedOutput out = StagedOutput.prepare(s.output(), s.overwrite(), conf);
-    JobMetrics metrics = JobMetrics.register(spark.sparkContext());
-    LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}", s.input(),
-        out.output(), describe(pipeline), s.device(), plan.files(), plan.tasks().size(), out.staging());
-    boolean cluster = !local;
-    try (Progress progress = new Progress(spark.sparkContext(), metrics, plan.progressTotal(),
-        planeRows ? "rows" : "volumes", t0);
-        ResourceWatch watch = cluster && !plan.tasks().isEmpty()
-            ? new ResourceWatch(spark.sparkContext(), s.resourceTimeoutSeconds()) : null) {
-      JavaPairRDD<Void, BatchRunner.Finished> batches = tasks(spark, plan, conf)
-          .mapPartitionsToPair(new PartitionRunner(spec, JavaSparkContext.fromSparkContext(spark.sparkContext())
-              .broadcast(new SerializableHadoopConf(conf)), metrics));
-      Job job = Job.getInstance(conf);
-      job.setOutputFormatClass(VolpoolOutputFormat.class);
-      job.setOutputKeyClass(Void.class);
-      job.setOutputValueClass(BatchRunner.Finished.class);
-      FileOutputFormat.setOutputPath(job, out.staging());
-      out.configure(job.getConfiguration());
-      // the job commit below is algorithm 1's (task folders merged at job commit)
-      job.getConfiguration().setInt("mapreduce.fileoutputcommitter.algorithm.version", 1);
-      VolpoolOutputFormat.setSpec(job.getConfiguration(), outSpec);
-      try {
-        // Spark's writer carries this configuration in every task: shipped without Hadoop's defaults, which the
-        // output format lays it over again
-        batches.saveAsNewAPIHadoopDataset(ShippedConf.shrink(job.getConfiguration()));
-      } catch (Exception e) {
-        // Spark's exceptions are checked ones thrown from Scala
-        if (watch != null && watch.fired()) {
-          throw watch.failure();
-        }
-        throw e;
+    return new Planned(conf, local, pipeline, plan, layout, npyIn, npyOut, planeRows, rowsOut, outSpec, spec, gpuCheck);
+  }
+
+  /** Runs every task, each writing its committed files where {@code out} stages them; returns the job's configuration. */
+  private static Configuration runTasks(SparkSession spark, Planned p, OutputCommit out, JobMetrics metrics,
+      ResourceWatch watch) throws IOException {
+    Configuration conf = p.conf();
+    JavaPairRDD<Void, BatchRunner.Finished> batches = tasks(spark, p.input(), conf)
+        .mapPartitionsToPair(new PartitionRunner(p.spec(), JavaSparkContext.fromSparkContext(spark.sparkContext())
+            .broadcast(new SerializableHadoopConf(conf)), metrics));
+    Job job = Job.getInstance(conf);
+    job.setOutputFormatClass(VolpoolOutputFormat.class);
+    job.setOutputKeyClass(Void.class);
+    job.setOutputValueClass(BatchRunner.Finished.class);
+    FileOutputFormat.setOutputPath(job, out.staging());
+    out.configure(job.getConfiguration());
+    // the job commit below is algorithm 1's (task folders merged at job commit)
+    job.getConfiguration().setInt("mapreduce.fileoutputcommitter.algorithm.version", 1);
+    VolpoolOutputFormat.setSpec(job.getConfiguration(), p.outSpec());
+    try {
+      // Spark's writer carries this configuration in every task: shipped without Hadoop's defaults, which the
+      // output format lays it over again
+      batches.saveAsNewAPIHadoopDataset(ShippedConf.shrink(job.getConfiguration()));
+    } catch (Exception e) {
+      // Spark's exceptions are checked ones thrown from Scala
+      if (watch != null && watch.fired()) {
+        throw watch.failure();
       }
-      LOG.info(progress.finalLine());
-      if (gpuCheck != null) {
-        gpuCheck.require();
-      }
-      long tc = System.nanoTime();
-      // the committed files, where they can be counted (on S3: completed, in the output)
-      Path committedTo = out.publish(job.getConfiguration());
-      if (!npyOut && plan.rows() == 0) {
-        // no volumes: one file of the output's schema and no rows, as Spark writes for an empty DataFrame, so a
-        // reader of the output (spark.read.parquet) still finds its schema
-        new ParquetBatchWriter(new Path(committedTo, "part-00000-empty.parquet"), outSpec, conf,
-            new io.volpool.backend.PhaseTimes()).close();
-      }
-      CommittedOutput committed = CommittedOutput.count(committedTo, npyOut, rowsOut, conf);
-      CommittedOutput.check(committed, plan, metrics, npyIn, npyOut, rowsOut, out.output().toString());
-      RunSummary summary = summary(s, out, metrics, pipeline, plan, committed, outSpec.metadata(),
-          (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, spec, progress.timeline());
-      out.writeText(SUMMARY_FILE, summary.toJson());
-      out.commit();
-      return summary;
-    } catch (Throwable e) {
-      // Spark's own exceptions are checked ones thrown from Scala: catch everything
-      out.abort();
       throw e;
     }
+    return job.getConfiguration();
+  }
+
+  /**
+   * Publishes what the tasks committed: makes it countable, counts it from the files themselves, checks
+   * it is what was read, writes the summary beside it and puts it in place.
+   *
+   * @throws io.volpool.job.commit.CommitFailure when the count differs or another run committed meanwhile
+   */
+  private static RunSummary publish(JobSettings s, Planned p, OutputCommit out, Configuration jobConf, JobMetrics metrics,
+      Timeline timeline, long t0) throws IOException {
+    if (p.gpuCheck() != null) {
+      p.gpuCheck().require();
+    }
+    long tc = System.nanoTime();
+    // the committed files, where they can be counted (on S3: completed, in the output)
+    Path committedTo = out.publish(jobConf);
+    if (!p.npyOut() && p.input().rows() == 0) {
+      // no volumes: one file of the output's schema and no rows, as Spark writes for an empty DataFrame, so a
+      // reader of the output (spark.read.parquet) still finds its schema
+      new ParquetBatchWriter(new Path(committedTo, "part-00000-empty.parquet"), p.outSpec(), p.conf(),
+          new io.volpool.backend.PhaseTimes()).close();
+    }
+    CommittedOutput committed = CommittedOutput.count(committedTo, p.npyOut(), p.rowsOut(), p.conf());
+    CommittedOutput.check(committed, p.input(), metrics, p.npyIn(), p.npyOut(), p.rowsOut(), out.output().toString());
+    RunSummary summary = summary(s, out, metrics, p.pipeline(), p.input(), committed, p.outSpec().metadata(),
+        (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, p.spec(), timeline);
+    out.writeText(SUMMARY_FILE, summary.toJson());
+    out.commit();
+    return summary;
   }
 
   /** One RDD partition per task plan, with the hosts of its first file's data where the filesystem has hosts. */
@@ -408,7 +450,7 @@ public final class VolpoolJob {
     }
   }
 
-  private static RunSummary summary(JobSettings s, StagedOutput out, JobMetrics m, Pipeline p, InputPlanner.Plan plan,
+  private static RunSummary summary(JobSettings s, OutputCommit out, JobMetrics m, Pipeline p, InputPlanner.Plan plan,
       CommittedOutput committed, Map<String, String> provenance, double secs, long driverCommitNanos, RunSpec spec,
       Timeline timeline) {
     TreeSet<String> backends = new TreeSet<>(m.backends().value());

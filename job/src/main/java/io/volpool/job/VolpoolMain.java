@@ -455,6 +455,16 @@ public final class VolpoolMain {
       }
     }
     for (Throwable c = t; c != null; c = c.getCause()) {
+      // volpool's failures that a retry may fix (another run's commit, an output check): their line and advice
+      if (c instanceof VolpoolFailure f) {
+        err.println("volpool: FAILED: " + (f.line() == null ? text(c) : f.line()));
+        if (f.advice() != null) {
+          err.println("volpool: " + f.advice());
+        }
+        return f.exit().code();
+      }
+    }
+    for (Throwable c = t; c != null; c = c.getCause()) {
       if (c instanceof OutOfMemoryError || String.valueOf(c.getMessage()).contains("java.lang.OutOfMemoryError")
           || String.valueOf(c.getMessage()).contains("exited with code 52")) {
         err.println("volpool: FAILED: a JVM ran out of memory (" + text(c).lines().findFirst().orElse("") + "); give the"

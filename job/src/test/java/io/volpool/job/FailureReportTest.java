@@ -52,6 +52,19 @@ class FailureReportTest {
   }
 
   @Test
+  void aCommitFailureIsExitOneWithItsLineAndAdviceAndNoStackTrace() {
+    for (io.volpool.job.commit.CommitFailure e : List.of(
+        new io.volpool.job.commit.ConcurrentCommitException("another run is committing to /data/out right now"),
+        new io.volpool.job.commit.OutputMismatchException("output check failed: 4 volumes read, 3 committed"))) {
+      int[] code = new int[1];
+      String out = report(new RuntimeException("wrapped", e), code);
+      assertThat(code[0]).as(out).isEqualTo(1);
+      assertThat(out).startsWith("volpool: FAILED: " + e.getMessage() + "\n").contains("volpool: " + e.advice())
+          .doesNotContain("\tat ").doesNotContain("unexpected");
+    }
+  }
+
+  @Test
   void theFirstInTheChainDecidesAndRetryableOnesFallThrough() {
     int[] code = new int[1];
     String out = report(new BadRecordException("id=a", "broken", new SettingsException("inner")), code);

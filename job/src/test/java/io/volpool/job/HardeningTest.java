@@ -290,7 +290,7 @@ class HardeningTest {
         new VolumesAcrossRowsTest.Part("same", 1, s, 0, 4), new VolumesAcrossRowsTest.Part("other", 2, s, 0, 2),
         new VolumesAcrossRowsTest.Part("other", 2, s, 2, 4), new VolumesAcrossRowsTest.Part("same", 3, s, 0, 4)),
         CompressionCodecName.UNCOMPRESSED);
-    io.volpool.job.io.CommittedOutput c = io.volpool.job.io.CommittedOutput.count(
+    io.volpool.job.commit.CommittedOutput c = io.volpool.job.commit.CommittedOutput.count(
         new org.apache.hadoop.fs.Path(tmp.resolve("staging").toUri()), false, true, new org.apache.hadoop.conf.Configuration());
     assertThat(c.files()).isEqualTo(1);
     assertThat(c.rows()).isEqualTo(4);

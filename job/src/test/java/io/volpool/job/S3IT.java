@@ -309,7 +309,7 @@ class S3IT {
     // what a reader listing the output finds: no data file, no summary (only the killed run's upload records)
     assertThat(objects("kill/out")).as("objects a reader would find after the kill")
         .allMatch(o -> o.contains("/__magic_job-"));
-    assertThat(io.volpool.job.io.StagedOutput.exists(fs, s3("kill/out"))).as("the killed run's output is not an output").isFalse();
+    assertThat(io.volpool.job.commit.OutputCommit.exists(fs, s3("kill/out"))).as("the killed run's output is not an output").isFalse();
     java.util.Set<String> recorded = recordedUploads("kill/out");
     java.util.Set<String> pending = pendingUploads();
     assertThat(recorded).as("uploads the killed run's tasks recorded").isNotEmpty();

@@ -252,7 +252,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
    * calls {@link #commitJob} once every task has committed, which would make the output visible
    * before the driver has counted what the tasks committed and, under overwrite, before it has taken
    * the commit lock and removed the old output. The driver makes the job commit itself, with a
-   * committer of the same job (StagedOutput.publish), and the job's abort too (StagedOutput.abort: it
+   * committer of the same job (OutputCommit.publish), and the job's abort too (OutputCommit.abort: it
    * aborts the uploads its tasks' records name, which the committer's own abort would delete unread
    * where it cannot list uploads). Task setup, commit and abort go to the committer.
    */
@@ -281,12 +281,12 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
 
     @Override
     public void commitJob(org.apache.hadoop.mapreduce.JobContext context) {
-      // the driver commits after its checks (StagedOutput.publish)
+      // the driver commits after its checks (OutputCommit.publish)
     }
 
     @Override
     public void abortJob(org.apache.hadoop.mapreduce.JobContext context, org.apache.hadoop.mapreduce.JobStatus.State state) {
-      // the driver aborts the uploads from their records (StagedOutput.abort)
+      // the driver aborts the uploads from their records (OutputCommit.abort)
     }
 
     @Override

@@ -63,7 +63,7 @@ public final class InputPlanner {
   }
 
   /** Lists the input's files: {@code wanted} decides by name which are input; everything else is reported. */
-  static List<FileStatus> list(Path root, Configuration conf, java.util.function.Predicate<String> wanted,
+  public static List<FileStatus> list(Path root, Configuration conf, java.util.function.Predicate<String> wanted,
       String kind, List<String> skipped) throws IOException {
     FileSystem fs = root.getFileSystem(conf);
     FileStatus st = fs.getFileStatus(root);

@@ -1,6 +1,8 @@
-package io.volpool.job.io;
+package io.volpool.job.commit;
 
 import io.volpool.format.NpyHeader;
+import io.volpool.job.io.InputPlanner;
+import io.volpool.job.io.SmallColumns;
 import io.volpool.spark.JobMetrics;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -130,15 +132,6 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
           : "";
       throw new OutputMismatchException("output check failed: " + String.join("; ", problems) + hint
           + ". Nothing was moved into " + output + ".");
-    }
-  }
-
-  /** The committed output is not what was read. */
-  public static final class OutputMismatchException extends IllegalStateException {
-    private static final long serialVersionUID = 1L;
-
-    public OutputMismatchException(String message) {
-      super(message);
     }
   }
 }

@@ -1,4 +1,4 @@
-package io.volpool.job.io;
+package io.volpool.job.commit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Commits to one output are exclusive, and staging folders of dead runs are removed, live ones kept. */
-class StagedOutputTest {
+class OutputCommitTest {
   static final Configuration CONF = new Configuration();
 
   static List<String> names(Path dir) throws Exception {
@@ -40,12 +40,12 @@ class StagedOutputTest {
       int job = t;
       fs.add(pool.submit(() -> {
         for (int i = 0; i < 250; i++) {
-          StagedOutput o = StagedOutput.prepare(out.toString(), true, CONF);
+          OutputCommit o = OutputCommit.prepare(out.toString(), true, CONF);
           o.writeText("from-job-" + job, "run " + i);
           try {
             o.commit();
             won.incrementAndGet();
-          } catch (StagedOutput.ConcurrentCommitException e) {
+          } catch (ConcurrentCommitException e) {
             refused.incrementAndGet();
             o.abort();
           }
@@ -74,10 +74,10 @@ class StagedOutputTest {
 
   static void fakeRun(Path tmp, String id, String host, long pid, String processStart, long heartbeatAgeMillis)
       throws Exception {
-    Path staging = tmp.resolve(".out" + StagedOutput.STAGING + id);
+    Path staging = tmp.resolve(".out" + OutputCommit.STAGING + id);
     Files.createDirectories(staging.resolve("_temporary/0"));
     Files.writeString(staging.resolve("_temporary/0/part.parquet"), "partial");
-    Path owner = tmp.resolve(".out" + StagedOutput.STAGING + id + ".owner");
+    Path owner = tmp.resolve(".out" + OutputCommit.STAGING + id + ".owner");
     Files.writeString(owner, "host=" + host + "\npid=" + pid + "\nprocessStart=" + processStart + "\n",
         StandardCharsets.UTF_8);
     Files.setLastModifiedTime(owner, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis()
@@ -94,14 +94,14 @@ class StagedOutputTest {
     fakeRun(tmp, "dead-here", host, gone.pid(), "2026-01-01T00:00:00Z", 0);
     fakeRun(tmp, "pid-reused", host, me.pid(), "2020-01-01T00:00:00Z", 0);
     fakeRun(tmp, "alive-here", host, me.pid(), myStart, 0);
-    fakeRun(tmp, "silent-elsewhere", "other-host", 1, "x", StagedOutput.STALE_MILLIS + 60_000);
+    fakeRun(tmp, "silent-elsewhere", "other-host", 1, "x", RunOwner.STALE_MILLIS + 60_000);
     fakeRun(tmp, "beating-elsewhere", "other-host", 1, "x", 1_000);
-    int removed = StagedOutput.removeDeadStaging(FileSystem.getLocal(CONF),
+    int removed = RenameCommit.removeDeadStaging(FileSystem.getLocal(CONF),
         new org.apache.hadoop.fs.Path(tmp.resolve("out").toUri()));
     assertThat(removed).isEqualTo(3);
-    assertThat(names(tmp)).containsExactly(".out" + StagedOutput.STAGING + "alive-here",
-        ".out" + StagedOutput.STAGING + "alive-here.owner", ".out" + StagedOutput.STAGING + "beating-elsewhere",
-        ".out" + StagedOutput.STAGING + "beating-elsewhere.owner");
+    assertThat(names(tmp)).containsExactly(".out" + OutputCommit.STAGING + "alive-here",
+        ".out" + OutputCommit.STAGING + "alive-here.owner", ".out" + OutputCommit.STAGING + "beating-elsewhere",
+        ".out" + OutputCommit.STAGING + "beating-elsewhere.owner");
   }
 
   static Path lockFile(Path tmp) {
@@ -122,23 +122,23 @@ class StagedOutputTest {
     gone.waitFor();
     // a fresh lock (no age to go by) whose process on this host has ended: taken over at once, at prepare
     writeLock(tmp, host, gone.pid(), "2026-01-01T00:00:00Z", 0);
-    StagedOutput o = StagedOutput.prepare(tmp.resolve("out").toString(), true, CONF);
+    OutputCommit o = OutputCommit.prepare(tmp.resolve("out").toString(), true, CONF);
     assertThat(lockFile(tmp)).as("removed before any work").doesNotExist();
     o.writeText("x", "y");
     o.commit();
     assertThat(names(tmp.resolve("out"))).containsExactly("x");
     // another host's lock untouched for longer than its heartbeat allows: dead
-    writeLock(tmp, "other-host", 1, "x", StagedOutput.LOCK_STALE_MILLIS + 60_000);
-    StagedOutput.prepare(tmp.resolve("out").toString(), true, CONF).abort();
+    writeLock(tmp, "other-host", 1, "x", CommitLock.STALE_MILLIS + 60_000);
+    OutputCommit.prepare(tmp.resolve("out").toString(), true, CONF).abort();
     assertThat(lockFile(tmp)).doesNotExist();
     // a live owner (this process) keeps its lock: the commit fails naming it, and the lock stays
     ProcessHandle me = ProcessHandle.current();
     writeLock(tmp, host, me.pid(), me.info().startInstant().map(Instant::toString).orElse(""), 0);
-    StagedOutput live = StagedOutput.prepare(tmp.resolve("out").toString(), true, CONF);
+    OutputCommit live = OutputCommit.prepare(tmp.resolve("out").toString(), true, CONF);
     assertThat(lockFile(tmp)).exists();
     live.writeText("z", "z");
     org.assertj.core.api.Assertions.assertThatThrownBy(live::commit)
-        .isInstanceOf(StagedOutput.ConcurrentCommitException.class)
+        .isInstanceOf(ConcurrentCommitException.class)
         .hasMessageContaining("the run of process " + me.pid() + " on " + host + " (started 2026-12-01T00:00:00Z) is"
             + " committing to");
     live.abort();
@@ -151,7 +151,7 @@ class StagedOutputTest {
     Process gone = new ProcessBuilder("true").start();
     gone.waitFor();
     fakeRun(tmp, id, InetAddress.getLocalHost().getHostName(), gone.pid(), "2026-01-01T00:00:00Z", 0);
-    Path replaced = tmp.resolve(".out" + StagedOutput.STAGING + id + StagedOutput.REPLACED);
+    Path replaced = tmp.resolve(".out" + OutputCommit.STAGING + id + RenameCommit.REPLACED);
     Files.createDirectories(replaced);
     Files.writeString(replaced.resolve("old-part"), "old");
     return replaced;
@@ -161,10 +161,10 @@ class StagedOutputTest {
   void aRunKilledBetweenItsTwoRenamesLosesNoOutput(@TempDir Path tmp) throws Exception {
     // killed after moving the old output aside, before its own landed: the old output comes back
     Path replaced = diedReplacing(tmp, "died-mid-replace");
-    org.assertj.core.api.Assertions.assertThatThrownBy(() -> StagedOutput.prepare(tmp.resolve("out").toString(), false,
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> OutputCommit.prepare(tmp.resolve("out").toString(), false,
         CONF)).as("the old output is back, so errorifexists finds it").hasMessageContaining("already exists");
     assertThat(names(tmp.resolve("out"))).containsExactly("old-part");
-    StagedOutput o = StagedOutput.prepare(tmp.resolve("out").toString(), true, CONF);
+    OutputCommit o = OutputCommit.prepare(tmp.resolve("out").toString(), true, CONF);
     o.abort();
     assertThat(replaced).doesNotExist();
     assertThat(names(tmp.resolve("out"))).containsExactly("old-part");
@@ -176,7 +176,7 @@ class StagedOutputTest {
     Path replaced = diedReplacing(tmp, "died-after-landing");
     Files.createDirectories(tmp.resolve("out"));
     Files.writeString(tmp.resolve("out/new-part"), "new");
-    StagedOutput o = StagedOutput.prepare(tmp.resolve("out").toString(), true, CONF);
+    OutputCommit o = OutputCommit.prepare(tmp.resolve("out").toString(), true, CONF);
     assertThat(replaced).as("removed by the next run, at its start").doesNotExist();
     o.writeText("newer", "x");
     o.commit();

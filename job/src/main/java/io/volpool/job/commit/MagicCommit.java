@@ -1,4 +1,4 @@
-package io.volpool.job.io;
+package io.volpool.job.commit;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -9,8 +9,10 @@ import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.Set;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
@@ -33,14 +35,18 @@ import org.slf4j.LoggerFactory;
  * uploads: until then no data file is visible, so a failed or killed run leaves nothing a reader
  * would take for output. Spark's job commit is deferred to the driver (see
  * {@code VolpoolOutputFormat.DeferredJobCommitter}), which commits after taking the output's lock
- * and, under overwrite, removing the old output ({@link StagedOutput#publish}). Stateless.
+ * and, under overwrite, removing the old output ({@link #publish}). The output then exists only once it
+ * holds something besides such folders. A dead run's uploads are aborted from its own records by the
+ * next run on the output. The lock is advisory here (S3 has no exclusive create: a second run could take
+ * it in the same instant), and an old output replaced under overwrite is deleted just before the new one
+ * is committed, not moved aside (that would copy it): a run killed in between leaves neither.
  *
  * <p>Only {@code s3a://} has such a committer here; other object stores are refused before any work
  * ({@link #requireSafe}). Hadoop's committer documentation is the reference:
  * https://hadoop.apache.org/docs/r3.4.1/hadoop-aws/tools/hadoop-aws/committers.html
  */
-public final class ObjectStoreCommit {
-  private static final Logger LOG = LoggerFactory.getLogger(ObjectStoreCommit.class);
+final class MagicCommit extends OutputCommit {
+  private static final Logger LOG = LoggerFactory.getLogger(MagicCommit.class);
   /** The magic committer's folder of a job under its output: {@code __magic_job-ID}. */
   public static final String MAGIC = "__magic_job-";
   /** Schemes of object stores, whose rename is a copy and a delete: neither atomic nor exclusive. */
@@ -49,7 +55,146 @@ public final class ObjectStoreCommit {
   /** S3A's path capability of the magic committer (fs.s3a.committer.magic.enabled for the bucket). */
   static final String MAGIC_CAPABILITY = "fs.s3a.capability.magic.committer";
 
-  private ObjectStoreCommit() {}
+  /** The job commit began (files may be visible from here on) and ended ({@link #publish}). */
+  private boolean committing;
+  private boolean published;
+
+  MagicCommit(FileSystem fs, Path output, String id, boolean overwrite) throws IOException {
+    super(fs, output, id, overwrite, output, true);
+  }
+
+  /** The output itself: the tasks' files are uncompleted uploads under it until {@link #publish}. */
+  @Override
+  public Path staging() {
+    return output;
+  }
+
+  @Override
+  public void configure(Configuration jobConf) {
+    jobConf.set(io.volpool.spark.VolpoolOutputFormat.COMMIT, io.volpool.spark.VolpoolOutputFormat.OBJECT_STORE);
+    configure(jobConf, id);
+  }
+
+  @Override
+  public Path publish(Configuration jobConf) throws IOException {
+    lock.acquire();
+    if (exists(fs, output)) {
+      if (!overwrite) {
+        throw new ConcurrentCommitException("output " + output + " appeared while the job ran; this run's uploads were"
+            + " not completed");
+      }
+      // no rename on S3 (it would copy): the old output is deleted, then the new one committed; runs' upload
+      // records (this run's, and a concurrent one's, which then fails at the lock) stay
+      for (FileStatus st : fs.listStatus(output)) {
+        if (!st.getPath().getName().startsWith(MAGIC)) {
+          fs.delete(st.getPath(), true);
+        }
+      }
+      LOG.info("volpool: deleted the old output {} (mode=overwrite) before committing this run's", output);
+    }
+    committing = true;
+    commitJob(output, jobConf, id);
+    published = true;
+    Path magic = magicDir(output, id);
+    if (fs.exists(magic)) {
+      fs.delete(magic, true);
+    }
+    return output;
+  }
+
+  @Override
+  public void commit() throws IOException {
+    if (!published) {
+      throw new IllegalStateException("commit before publish of " + output);
+    }
+    lock.release();
+    owner.remove();
+  }
+
+  @Override
+  public void abort() {
+    owner.stop();
+    try {
+      // the uploads not completed yet (all of them unless the job commit began)
+      abortUploads(fs, output, id);
+      if (committing) {
+        // the commit made files visible (all of them, or some before it failed), and the output held nothing
+        // else (it did not exist, or its old files were deleted under the lock): they are not an output
+        fs.delete(output, true);
+        LOG.warn("volpool: deleted {}, which this run {} committed", output, published ? "had" : "had partly");
+      }
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("volpool: could not clean up the uploads of run {} on {} (the next run on it will): {}", id, output,
+          e.toString());
+    }
+    if (lock.held()) {
+      lock.release();
+    }
+    owner.remove();
+  }
+
+  /**
+   * On S3: aborts the uploads of runs on {@code out} that are not alive (their owner file says so),
+   * and of magic folders whose run left no owner file, and deletes their folders and owner files.
+   */
+  static int removeDeadUploads(FileSystem fs, Path out) throws IOException {
+    Path parent = out.getParent();
+    if (parent == null || !fs.exists(parent)) {
+      return 0;
+    }
+    String prefix = "." + out.getName() + STAGING;
+    int removed = 0;
+    int alive = 0;
+    java.util.Set<String> owned = new java.util.HashSet<>();
+    for (FileStatus st : fs.listStatus(parent)) {
+      String n = st.getPath().getName();
+      if (!n.startsWith(prefix) || !n.endsWith(".owner")) {
+        continue;
+      }
+      String runId = n.substring(prefix.length(), n.length() - ".owner".length());
+      owned.add(runId);
+      try {
+        Optional<String> why = RunOwner.deadBecause(fs, st, st.getPath());
+        if (why.isPresent()) {
+          LOG.warn("volpool: aborting the uploads of run {} on {}, which is not alive ({})", runId, out, why.get());
+          abortUploads(fs, out, runId);
+          fs.delete(st.getPath(), false);
+          removed++;
+        } else {
+          alive++;
+        }
+      } catch (java.io.FileNotFoundException e) {
+        // that run finished while we looked
+      }
+    }
+    if (fs.exists(out) && fs.getFileStatus(out).isDirectory()) {
+      for (FileStatus st : fs.listStatus(out)) {
+        String n = st.getPath().getName();
+        if (n.startsWith(MAGIC) && !owned.contains(n.substring(MAGIC.length()))
+            && fs.exists(st.getPath())) {
+          String runId = n.substring(MAGIC.length());
+          LOG.warn("volpool: aborting the uploads of run {} on {}, which left no owner file", runId, out);
+          abortUploads(fs, out, runId);
+          removed++;
+        }
+      }
+    }
+    if (removed > 0 && alive == 0) {
+      // no live run writes to this output: an upload a dead task had not finished (so never recorded) is
+      // found only by listing the uploads under the output
+      int n = S3aUploads.abortUnder(fs, out);
+      if (n < 0) {
+        LOG.warn("volpool: the store cannot list multipart uploads (ListMultipartUploads), so a file a dead run's task"
+            + " was still writing stays an uncompleted upload under {}: invisible to readers but stored until a bucket"
+            + " lifecycle rule (AbortIncompleteMultipartUpload) or `hadoop s3guard uploads -abort -force {}` removes it",
+            out, out);
+      } else if (n > 0) {
+        LOG.warn("volpool: aborted {} more uncompleted upload(s) under {} that no run recorded (files dead tasks were"
+            + " still writing)", n, out);
+      }
+    }
+    return removed;
+  }
 
   /**
    * Whether an output of this scheme is refused whatever else holds: an object store other than
@@ -61,7 +206,7 @@ public final class ObjectStoreCommit {
     return OBJECT_STORES.contains(s) && !s.equals("s3a");
   }
 
-  /** Whether {@code fs} is an object store that volpool commits to with {@link ObjectStoreCommit}. */
+  /** Whether {@code fs} is an object store that volpool commits to with {@link MagicCommit}. */
   public static boolean applies(FileSystem fs) {
     return "s3a".equals(fs.getScheme());
   }

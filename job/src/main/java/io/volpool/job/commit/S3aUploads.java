@@ -1,4 +1,4 @@
-package io.volpool.job.io;
+package io.volpool.job.commit;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
@@ -6,7 +6,7 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.s3a.S3AFileSystem;
 
 /**
- * Aborts one S3 multipart upload through S3A. Apart from {@link ObjectStoreCommit} because it names
+ * Aborts one S3 multipart upload through S3A. Apart from {@link MagicCommit} because it names
  * S3A's type: hadoop-aws is on the class path only where s3a:// is used, and this class is loaded
  * only then. Stateless.
  */
