@@ -3,7 +3,6 @@ package io.volpool.io;
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.VolumeSink;
-import io.volpool.memory.PageBuffers;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -22,7 +21,6 @@ import org.apache.parquet.column.values.rle.RunLengthBitPackingHybridDecoder;
 import org.apache.parquet.format.DataPageHeader;
 import org.apache.parquet.format.DataPageHeaderV2;
 import org.apache.parquet.format.PageHeader;
-import org.apache.parquet.format.Util;
 import org.apache.parquet.format.converter.ParquetMetadataConverter;
 import org.apache.parquet.hadoop.CodecFactory;
 import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData;
@@ -30,7 +28,9 @@ import org.apache.parquet.hadoop.metadata.CompressionCodecName;
 import org.apache.parquet.io.api.Binary;
 
 /**
- * Reads the tensor column of a Parquet file page by page, straight into batch buffers. A
+ * The levels-and-values layer of the tensor column of a Parquet file: over the pages of
+ * {@link ColumnPages} it decodes repetition and definition levels and walks the values, straight into
+ * batch buffers. A
  * PLAIN-encoded page that is uncompressed (what volpool writes, and pyarrow with
  * {@code compression="none", use_dictionary=False}) or Snappy-compressed (Spark's and pyarrow's
  * default) is streamed: only its levels are decoded on the heap, and each value goes into the batch
@@ -50,22 +50,12 @@ final class TensorColumnReader implements AutoCloseable {
   private final ColumnDescriptor col;
   private final int maxRep;
   private final int maxDef;
-  private final CodecFactory codecs;
   private final PhaseTimes times;
-  private ByteSource src;
-  /** Where a streamed page's bytes come from: {@link #src} itself, or a Snappy page's decoder. */
-  private ByteSource body;
-  /** A streamed Snappy page's decoder (the {@link #body}), closed with the page: it may hold a mapped window. */
-  private SnappyPageSource snappy;
-  private String where;
-  private CompressionCodecName codec;
+  /** The page layer: headers, page bytes, page memory. */
+  private final ColumnPages pages;
   private long chunkValuesLeft;
   private Dictionary dictionary;
-  private long dictionaryLease;
-  private PageGate leaseGate;
 
-  private PageHeader pending;
-  private long pendingAt;
   private int count;
   private int idx;
   private int[] rep;
@@ -73,7 +63,6 @@ final class TensorColumnReader implements AutoCloseable {
   private boolean stream;
   private long pageEnd;
   private ValuesReader values;
-  private long pageLease;
   private int peekedLength = -1;
   private Binary peekedBinary;
 
@@ -81,22 +70,18 @@ final class TensorColumnReader implements AutoCloseable {
     this.col = col;
     this.maxRep = col.getMaxRepetitionLevel();
     this.maxDef = col.getMaxDefinitionLevel();
-    this.codecs = codecs;
     this.times = times;
+    this.pages = new ColumnPages(col, codecs);
   }
 
   /** Starts a row group's column chunk of {@code src}. */
   void openChunk(ByteSource src, ColumnChunkMetaData md, String where, PageGate gate) {
     releasePage(gate);
     releaseDictionary(gate);
-    this.src = src;
-    this.where = where;
-    this.codec = md.getCodec();
+    pages.open(src, md, where, gate);
     this.chunkValuesLeft = md.getValueCount();
-    this.pending = null;
     this.count = 0;
     this.idx = 0;
-    src.seek(md.getStartingPos());
   }
 
   /**
@@ -147,13 +132,13 @@ final class TensorColumnReader implements AutoCloseable {
       } else if (maxRep == 0) {
         int len = binaryLength();
         if (stream) {
-          body.seek(body.pos() + len);
+          pages.body().seek(pages.body().pos() + len);
         }
         peekedLength = -1;
         peekedBinary = null;
         idx++;
       } else if (stream) {
-        body.seek(body.pos() + Float.BYTES);
+        pages.body().seek(pages.body().pos() + Float.BYTES);
         idx++;
       } else {
         values.readFloat();
@@ -175,12 +160,12 @@ final class TensorColumnReader implements AutoCloseable {
         long t0 = System.nanoTime();
         byte[] b = new byte[4];
         try {
-          body.readFully(b, 0, 4);
+          pages.body().readFully(b, 0, 4);
         } catch (IOException e) {
           throw io(e);
         }
         peekedLength = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).getInt();
-        if (peekedLength < 0 || body.pos() + peekedLength > pageEnd) {
+        if (peekedLength < 0 || pages.body().pos() + peekedLength > pageEnd) {
           throw corrupt("binary value of " + peekedLength + " bytes runs past its page");
         }
         times.add(Phase.READ, System.nanoTime() - t0);
@@ -201,17 +186,17 @@ final class TensorColumnReader implements AutoCloseable {
    * moves on.
    */
   long streamedValueAt() {
-    if (!stream || body != src) {
+    if (!stream || pages.body() != pages.src()) {
       return -1;
     }
     binaryLength();
-    return src.pos();
+    return pages.src().pos();
   }
 
   /** Moves past the streamed binary value at the current entry without reading it. */
   void skipStreamed() {
     int len = binaryLength();
-    body.seek(body.pos() + len);
+    pages.body().seek(pages.body().pos() + len);
     peekedLength = -1;
     idx++;
   }
@@ -234,7 +219,8 @@ final class TensorColumnReader implements AutoCloseable {
 
   private void readInto(VolumeSink sink, int len) {
     try {
-      sink.fill(len, body::readFully, body.chunk());
+      ByteSource b = pages.body();
+      sink.fill(len, b::readFully, b.chunk());
     } catch (IOException e) {
       throw io(e);
     }
@@ -297,51 +283,42 @@ final class TensorColumnReader implements AutoCloseable {
   private boolean loadPage(PageGate gate, boolean midValue) {
     try {
       while (true) {
-        if (pending == null) {
-          if (chunkValuesLeft <= 0) {
-            throw corrupt("column chunk ended before all rows had a value");
-          }
-          long t0 = System.nanoTime();
-          pendingAt = src.pos();
-          ByteSource.Ahead a = src.ahead();
-          pending = Util.readPageHeader(a);
-          a.finish();
-          times.add(Phase.READ, System.nanoTime() - t0);
+        if (chunkValuesLeft <= 0) {
+          throw corrupt("column chunk ended before all rows had a value");
         }
-        PageHeader h = pending;
+        long th = System.nanoTime();
+        PageHeader h = pages.header();
+        times.add(Phase.READ, System.nanoTime() - th);
         switch (h.getType()) {
           case DICTIONARY_PAGE: {
-            long need = (long) h.getCompressed_page_size() + h.getUncompressed_page_size();
-            if (!take(gate, need, midValue)) {
+            if (!pages.leaseDictionary(h, gate, midValue)) {
               return false;
             }
-            releaseDictionary(gate);
-            dictionaryLease = need;
-            leaseGate = gate;
+            dictionary = null;
             long t0 = System.nanoTime();
-            ByteBuffer raw = readPage(h.getCompressed_page_size(), h.getUncompressed_page_size(), true);
+            ByteBuffer raw = pages.read(h.getCompressed_page_size(), h.getUncompressed_page_size(), true, true);
             times.add(Phase.READ, System.nanoTime() - t0);
             Encoding enc = CONVERTER.getEncoding(h.getDictionary_page_header().getEncoding());
             dictionary = enc.initDictionary(col, new DictionaryPage(BytesInput.from(raw), h.getUncompressed_page_size(),
                 h.getDictionary_page_header().getNum_values(), enc));
-            pending = null;
+            pages.done();
             continue;
           }
           case INDEX_PAGE:
-            src.seek(src.pos() + h.getCompressed_page_size());
-            pending = null;
+            pages.skip(h.getCompressed_page_size());
+            pages.done();
             continue;
           case DATA_PAGE:
             if (!dataPageV1(h, gate, midValue)) {
               return false;
             }
-            pending = null;
+            pages.done();
             return true;
           case DATA_PAGE_V2:
             if (!dataPageV2(h, gate, midValue)) {
               return false;
             }
-            pending = null;
+            pages.done();
             return true;
           default:
             throw corrupt("unknown page type " + h.getType());
@@ -350,25 +327,6 @@ final class TensorColumnReader implements AutoCloseable {
     } catch (IOException e) {
       throw io(e);
     }
-  }
-
-  /** Takes page memory for a page read whole into the heap (compressed and decompressed size). */
-  private boolean leasePage(PageHeader h, PageGate gate, boolean midValue) {
-    long need = (long) h.getCompressed_page_size() + h.getUncompressed_page_size();
-    if (!take(gate, need, midValue)) {
-      return false;
-    }
-    pageLease = need;
-    leaseGate = gate;
-    return true;
-  }
-
-  private boolean take(PageGate gate, long bytes, boolean midValue) {
-    if (midValue) {
-      gate.force(bytes);
-      return true;
-    }
-    return gate.acquire(bytes, "a Parquet page of " + bytes + " bytes in " + where);
   }
 
   private boolean dataPageV1(PageHeader h, PageGate gate, boolean midValue) throws IOException {
@@ -381,12 +339,13 @@ final class TensorColumnReader implements AutoCloseable {
     long t0 = System.nanoTime();
     boolean plainValues = valEnc == Encoding.PLAIN && levelsRle;
     int streamed = 0;
-    if (plainValues && codec == CompressionCodecName.UNCOMPRESSED) {
-      body = src;
+    ByteSource src = pages.src();
+    if (plainValues && pages.codec() == CompressionCodecName.UNCOMPRESSED) {
+      pages.streamFromFile();
       pageEnd = src.pos() + h.getCompressed_page_size();
       streamed = 1;
-    } else if (plainValues && codec == CompressionCodecName.SNAPPY) {
-      streamed = streamSnappy(h.getCompressed_page_size(), h.getUncompressed_page_size(), gate, midValue);
+    } else if (plainValues && pages.codec() == CompressionCodecName.SNAPPY) {
+      streamed = pages.streamSnappy(h.getCompressed_page_size(), h.getUncompressed_page_size(), gate, midValue);
       if (streamed < 0) {
         return false;
       }
@@ -399,10 +358,10 @@ final class TensorColumnReader implements AutoCloseable {
       times.add(Phase.READ, System.nanoTime() - t0);
       return true;
     }
-    if (!leasePage(h, gate, midValue)) {
+    if (!pages.leasePage(h, gate, midValue)) {
       return false;
     }
-    ByteBuffer page = readPage(h.getCompressed_page_size(), h.getUncompressed_page_size(), true);
+    ByteBuffer page = pages.read(h.getCompressed_page_size(), h.getUncompressed_page_size(), true, false);
     long t1 = times.lap(Phase.READ, t0);
     ByteBufferInputStream in = ByteBufferInputStream.wrap(page);
     rep = readLevels(rlEnc, ValuesType.REPETITION_LEVEL, maxRep, n, in);
@@ -420,20 +379,22 @@ final class TensorColumnReader implements AutoCloseable {
     Encoding valEnc = CONVERTER.getEncoding(d.getEncoding());
     int rlLen = d.getRepetition_levels_byte_length();
     int dlLen = d.getDefinition_levels_byte_length();
+    CompressionCodecName codec = pages.codec();
+    ByteSource src = pages.src();
     boolean compressed = d.isIs_compressed() && codec != CompressionCodecName.UNCOMPRESSED;
     long t0 = System.nanoTime();
     long start = src.pos();
     int dataLen = h.getCompressed_page_size() - rlLen - dlLen;
     if (valEnc == Encoding.PLAIN && (!compressed || codec == CompressionCodecName.SNAPPY)) {
       // levels are never compressed in a V2 page; the values may be
-      int[] r = maxRep == 0 ? skipBytes(rlLen) : levels(readBytes(rlLen), maxRep, n);
-      int[] l = maxDef == 0 ? skipBytes(dlLen) : levels(readBytes(dlLen), maxDef, n);
+      int[] r = maxRep == 0 ? skipBytes(rlLen) : levels(pages.readBytes(rlLen), maxRep, n);
+      int[] l = maxDef == 0 ? skipBytes(dlLen) : levels(pages.readBytes(dlLen), maxDef, n);
       int streamed = 1;
       if (compressed) {
-        streamed = streamSnappy(dataLen, h.getUncompressed_page_size() - rlLen - dlLen, gate, midValue);
+        streamed = pages.streamSnappy(dataLen, h.getUncompressed_page_size() - rlLen - dlLen, gate, midValue);
         pageEnd = h.getUncompressed_page_size() - rlLen - dlLen;
       } else {
-        body = src;
+        pages.streamFromFile();
         pageEnd = start + h.getCompressed_page_size();
       }
       if (streamed > 0) {
@@ -448,12 +409,12 @@ final class TensorColumnReader implements AutoCloseable {
         return false;
       }
     }
-    if (!leasePage(h, gate, midValue)) {
+    if (!pages.leasePage(h, gate, midValue)) {
       return false;
     }
-    rep = maxRep == 0 ? skipBytes(rlLen) : levels(readBytes(rlLen), maxRep, n);
-    def = maxDef == 0 ? skipBytes(dlLen) : levels(readBytes(dlLen), maxDef, n);
-    ByteBuffer data = readPage(dataLen, h.getUncompressed_page_size() - rlLen - dlLen, compressed);
+    rep = maxRep == 0 ? skipBytes(rlLen) : levels(pages.readBytes(rlLen), maxRep, n);
+    def = maxDef == 0 ? skipBytes(dlLen) : levels(pages.readBytes(dlLen), maxDef, n);
+    ByteBuffer data = pages.read(dataLen, h.getUncompressed_page_size() - rlLen - dlLen, compressed, false);
     long t1 = times.lap(Phase.READ, t0);
     values = valuesReader(valEnc);
     values.initFromPage(n - d.getNum_nulls(), ByteBufferInputStream.wrap(data));
@@ -507,258 +468,57 @@ final class TensorColumnReader implements AutoCloseable {
     return out;
   }
 
-  /** A streamed V1 page's levels: a 4-byte length, then that many bytes, from the page's body. */
+  /** A streamed V1 page's levels: a 4-byte length, then that many bytes, from the page's pages.body(). */
   private byte[] readPrefixed() throws IOException {
     byte[] len = new byte[4];
-    body.readFully(len, 0, 4);
+    pages.body().readFully(len, 0, 4);
     int n = ByteBuffer.wrap(len).order(ByteOrder.LITTLE_ENDIAN).getInt();
-    if (n < 0 || n > 1 << 30 || body.pos() + n > pageEnd) {
+    if (n < 0 || n > 1 << 30 || pages.body().pos() + n > pageEnd) {
       throw corrupt("levels of " + n + " bytes");
     }
     byte[] b = new byte[n];
-    body.readFully(b, 0, n);
+    pages.body().readFully(b, 0, n);
     return b;
   }
 
-  /**
-   * A Snappy page is streamed only when it compressed to at least 63/64 of its size. Such a page is
-   * nearly all long literals, which {@link SnappyPageSource} copies as fast as a plain read (6.8 GB/s
-   * from a mapping on one thread against 2.6 for a read, a native decompression and a copy). A page
-   * that compresses further has a short copy every few bytes (float32 volumes of few distinct values:
-   * 3.8 million tags in 24 MiB, ratio 0.87), and there snappy-java's native decoder is 2.6-3x faster
-   * per tag than this Java one, which outweighs the copy it saves (measured on the 2-core machine,
-   * 2026-12-02, docs/benchmarks.md).
-   */
-  static final int STREAM_RATIO_DENOMINATOR = 64;
-
-  /**
-   * Makes the Snappy page whose {@code compressedSize} bytes start at the source's position the
-   * streamed {@link #body}: mapped in place a window at a time for a local file (at most
-   * {@link SnappyPageSource.Compressed#WINDOW} of it; page-cache pages, not taken from the gate, which
-   * counts the memory a reader allocates),
-   * else read into the reader's raw buffer (page memory taken from the gate). The source moves past
-   * the page.
-   *
-   * @return 1 when streamed; 0 when the page must be decompressed whole (the source is back at the
-   *     page, nothing taken); -1 when the gate refused memory (nothing consumed)
-   */
-  private int streamSnappy(int compressedSize, long uncompressedSize, PageGate gate, boolean midValue)
-      throws IOException {
-    if ((long) compressedSize * STREAM_RATIO_DENOMINATOR < uncompressedSize * (STREAM_RATIO_DENOMINATOR - 1)) {
-      return 0;
-    }
-    long at = src.pos();
-    SnappyPageSource.Compressed in;
-    if (src.mappable()) {
-      if (at + compressedSize > src.length()) {
-        throw corrupt("a page of " + compressedSize + " bytes at offset " + at + " runs past the file's end ("
-            + src.length() + " bytes)");
-      }
-      in = SnappyPageSource.Compressed.mapped(src, at, compressedSize);
-    } else {
-      if (!take(gate, compressedSize, midValue)) {
-        return -1;
-      }
-      pageLease = compressedSize;
-      leaseGate = gate;
-      ByteBuffer raw = scratch(true, compressedSize);
-      src.readFully(raw);
-      raw.flip();
-      in = SnappyPageSource.Compressed.of(raw);
-    }
-    SnappyPageSource s;
-    try {
-      s = SnappyPageSource.open(in, uncompressedSize, src.name());
-    } catch (IllegalArgumentException e) {
-      in.close();
-      throw corrupt("cannot decompress a SNAPPY page: " + e.getMessage());
-    } catch (InternalError e) {
-      // the JDK's answer to a fault on a mapped page: the file was truncated while it was read
-      in.close();
-      throw io(new IOException("the file changed while it was read (" + e.getMessage() + ")", e));
-    }
-    if (s == null) {
-      in.close();
-      releasePage(gate);
-      src.seek(at);
-      return 0;
-    }
-    snappy = s;
-    body = s;
-    snappyStreamed++;
-    src.seek(at + compressedSize);
-    return 1;
-  }
-
+  /** An absent level stream: its bytes are passed over. */
   private int[] skipBytes(int n) {
-    src.seek(src.pos() + n);
+    pages.skip(n);
     return null;
-  }
-
-  private byte[] readBytes(int n) throws IOException {
-    byte[] b = new byte[n];
-    src.readFully(b, 0, n);
-    return b;
-  }
-
-  /**
-   * Pages up to this size reuse the reader's two direct buffers (compressed and decompressed bytes),
-   * taken from {@link PageBuffers} and grown to the largest page seen; larger pages get buffers of
-   * their own, given back as soon as the page is done. Writers put many volumes in a page
-   * (parquet-mr and Spark check the page size every 100 values: 19 MiB pages of reference volumes;
-   * pyarrow one page per row group), so the limit must hold such pages: a fresh buffer per page made
-   * the collector run all the time. The reader gives its buffers back when it closes, so
-   * the next task's reader finds them.
-   */
-  static final int REUSE_LIMIT = 64 << 20;
-  private ByteBuffer rawScratch;
-  private ByteBuffer plainScratch;
-  private final java.util.List<ByteBuffer> pageOwn = new java.util.ArrayList<>();
-  private long scratchTakes;
-
-  private long snappyStreamed;
-  private long wholePages;
-
-  /** Compressed pages decompressed whole into a page buffer so far (the path {@link #snappyStreamed} avoids). */
-  long wholePages() {
-    return wholePages;
-  }
-
-  /** Snappy pages decoded straight into batch buffers so far: tests check that the streamed path ran. */
-  long snappyStreamed() {
-    return snappyStreamed;
-  }
-
-  /** Page buffers this reader took so far (its two grown ones and pages' own): tests check reuse. */
-  long scratchTakes() {
-    return scratchTakes;
-  }
-
-  /** A direct buffer of {@code size} bytes for the current page: a reused scratch buffer, or the page's own. */
-  private ByteBuffer scratch(boolean raw, int size) {
-    if (size > REUSE_LIMIT) {
-      scratchTakes++;
-      ByteBuffer b = PageBuffers.take(size);
-      pageOwn.add(b);
-      return b;
-    }
-    ByteBuffer b = raw ? rawScratch : plainScratch;
-    if (b == null || b.capacity() < size) {
-      PageBuffers.give(b);
-      scratchTakes++;
-      b = PageBuffers.take(size);
-      if (raw) {
-        rawScratch = b;
-      } else {
-        plainScratch = b;
-      }
-    }
-    return b.clear().limit(size);
-  }
-
-  private ByteBuffer readPage(int compressedSize, int uncompressedSize, boolean maybeCompressed) throws IOException {
-    boolean plain = !maybeCompressed || codec == CompressionCodecName.UNCOMPRESSED;
-    if (pending.getType() == org.apache.parquet.format.PageType.DICTIONARY_PAGE) {
-      // a dictionary outlives the pages after it: its own heap memory, never the scratch buffers
-      byte[] raw = new byte[compressedSize];
-      src.readFully(raw, 0, compressedSize);
-      return plain ? ByteBuffer.wrap(raw) : decompressOnHeap(raw, compressedSize, uncompressedSize);
-    }
-    boolean direct = plain || codec == CompressionCodecName.SNAPPY || codec == CompressionCodecName.ZSTD
-        || codec == CompressionCodecName.LZ4_RAW;
-    if (!direct) {
-      // other codecs through parquet-hadoop's codec factory, on the heap
-      byte[] raw = new byte[compressedSize];
-      src.readFully(raw, 0, compressedSize);
-      return decompressOnHeap(raw, compressedSize, uncompressedSize);
-    }
-    // the file's bytes go straight into a direct buffer (one copy, by the kernel, for a local file),
-    // and a codec decompresses from it into another
-    ByteBuffer raw = scratch(true, compressedSize);
-    src.readFully(raw);
-    raw.flip();
-    if (plain) {
-      return raw.slice();
-    }
-    ByteBuffer out = scratch(false, uncompressedSize);
-    wholePages++;
-    try {
-      long n;
-      switch (codec) {
-        case SNAPPY:
-          n = org.xerial.snappy.Snappy.uncompress(raw, out);
-          break;
-        case ZSTD:
-          n = com.github.luben.zstd.Zstd.decompressDirectByteBuffer(out, 0, uncompressedSize, raw, 0, compressedSize);
-          break;
-        default:
-          n = net.jpountz.lz4.LZ4Factory.fastestInstance().safeDecompressor().decompress(raw, 0, compressedSize, out, 0,
-              uncompressedSize);
-          break;
-      }
-      if (n != uncompressedSize) {
-        throw corrupt("a " + codec + " page decompressed to " + n + " bytes where its header says " + uncompressedSize);
-      }
-      return out.clear().limit(uncompressedSize).slice();
-    } catch (IOException | RuntimeException e) {
-      if (e instanceof CorruptInputException c) {
-        throw c;
-      }
-      throw corrupt("cannot decompress a " + codec + " page: " + e.getMessage());
-    }
-  }
-
-  private ByteBuffer decompressOnHeap(byte[] raw, int compressedSize, int uncompressedSize) {
-    try {
-      ByteBuffer b = codecs.getDecompressor(codec).decompress(BytesInput.from(raw, 0, compressedSize), uncompressedSize)
-          .toByteBuffer();
-      if (b.remaining() != uncompressedSize) {
-        throw corrupt("a " + codec + " page decompressed to " + b.remaining() + " bytes where its header says "
-            + uncompressedSize);
-      }
-      return b;
-    } catch (IOException | RuntimeException e) {
-      if (e instanceof CorruptInputException c) {
-        throw c;
-      }
-      throw corrupt("cannot decompress a " + codec + " page: " + e.getMessage());
-    }
   }
 
   private void releasePage(PageGate gate) {
     values = null;
     peekedBinary = null;
-    body = null;
-    if (snappy != null) {
-      snappy.close();
-      snappy = null;
-    }
-    for (ByteBuffer b : pageOwn) {
-      PageBuffers.give(b);
-    }
-    pageOwn.clear();
-    if (pageLease > 0) {
-      (leaseGate != null ? leaseGate : gate).release(pageLease);
-      pageLease = 0;
-    }
+    pages.releasePage(gate);
   }
 
   private void releaseDictionary(PageGate gate) {
     dictionary = null;
-    if (dictionaryLease > 0) {
-      (leaseGate != null ? leaseGate : gate).release(dictionaryLease);
-      dictionaryLease = 0;
-    }
+    pages.releaseDictionary(gate);
   }
 
-  private IllegalStateException corrupt(String what) {
-    return new CorruptInputException(where + ": column " + String.join(".", col.getPath()) + ": " + what
-        + " (the file is corrupt or not what its footer says)");
+  private CorruptInputException corrupt(String what) {
+    return pages.corrupt(what);
   }
 
   private UncheckedIOException io(IOException e) {
-    return new UncheckedIOException("reading column " + String.join(".", col.getPath()) + " of " + where + ": "
-        + e.getMessage(), e);
+    return pages.io(e);
+  }
+
+  /** Compressed pages decompressed whole into a page buffer so far (the path the streamed Snappy pages avoid). */
+  long wholePages() {
+    return pages.wholePages();
+  }
+
+  /** Snappy pages decoded straight into batch buffers so far: tests check that the streamed path ran. */
+  long snappyStreamed() {
+    return pages.snappyStreamed();
+  }
+
+  /** Page buffers the page layer took so far (its two grown ones and pages' own): tests check reuse. */
+  long scratchTakes() {
+    return pages.scratchTakes();
   }
 
   /** Gives back page memory. */
@@ -766,9 +526,6 @@ final class TensorColumnReader implements AutoCloseable {
   public void close() {
     releasePage(null);
     releaseDictionary(null);
-    PageBuffers.give(rawScratch);
-    PageBuffers.give(plainScratch);
-    rawScratch = null;
-    plainScratch = null;
+    pages.close();
   }
 }
