@@ -2,9 +2,9 @@ package io.volpool.job;
 
 import io.volpool.backend.Backend;
 import io.volpool.exec.ExecutorRuntime;
-import io.volpool.io.ParquetVolumeInput;
+import io.volpool.io.parquet.ParquetVolumeInput;
 import io.volpool.io.RowRules;
-import io.volpool.io.TensorLayout;
+import io.volpool.io.parquet.TensorLayout;
 import io.volpool.job.io.SmallColumns;
 import io.volpool.memory.MemoryBudget;
 import io.volpool.op.VolumeShape;

@@ -1,6 +1,6 @@
 package io.volpool.job;
 
-import io.volpool.io.TensorLayout;
+import io.volpool.io.parquet.TensorLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;

@@ -2,9 +2,9 @@ package io.volpool.job;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.volpool.io.ParquetSplit;
-import io.volpool.io.ParquetVolumeInput;
-import io.volpool.io.TensorLayout;
+import io.volpool.io.parquet.ParquetSplit;
+import io.volpool.io.parquet.ParquetVolumeInput;
+import io.volpool.io.parquet.TensorLayout;
 import io.volpool.job.io.InputPlanner;
 import io.volpool.spark.TaskPlan;
 import java.nio.file.Path;

@@ -1,5 +1,8 @@
 package io.volpool.job;
 
+import io.volpool.io.npy.NpyVolumeInput;
+import io.volpool.io.parquet.ParquetVolumeInput;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Files;

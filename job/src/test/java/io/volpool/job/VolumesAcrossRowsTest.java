@@ -393,17 +393,17 @@ class VolumesAcrossRowsTest {
     write(tmp.resolve("in/x.parquet"), cut("v", 9, s, 16, 32, 48), CompressionCodecName.UNCOMPRESSED);
     Configuration conf = new Configuration();
     org.apache.hadoop.fs.Path file = new org.apache.hadoop.fs.Path(tmp.resolve("in/x.parquet").toUri());
-    io.volpool.io.TensorLayout layout = io.volpool.io.TensorLayout.detect(
+    io.volpool.io.parquet.TensorLayout layout = io.volpool.io.parquet.TensorLayout.detect(
         io.volpool.job.io.ParquetInspector.inspect(file, conf).schema(), null, null);
     io.volpool.spark.TaskPlan plan = io.volpool.job.io.PlaneRowPlanner.plan(tmp.resolve("in").toString(), layout, conf,
         128L << 20, 4L << 20, 1).tasks().get(0);
     Pipeline p = Pipeline.of(new AvgPool3dSpec(3, 2, 1, false, true));
-    io.volpool.exec.EngineSpec spec = new io.volpool.exec.EngineSpec(p, 0, io.volpool.io.ParquetBatchWriter.GAP, 1L << 20, true);
+    io.volpool.exec.EngineSpec spec = new io.volpool.exec.EngineSpec(p, 0, io.volpool.io.parquet.ParquetBatchWriter.GAP, 1L << 20, true);
     io.volpool.memory.MemoryBudget budget = new io.volpool.memory.MemoryBudget(4L << 20);
     List<Long> seen = new ArrayList<>();
     try (CpuBackend cpu = CpuBackend.fast(1, budget);
         io.volpool.exec.SlabVolumes run = new io.volpool.exec.SlabVolumes(plan.volumes(),
-            new io.volpool.io.PlaneRowsInput(layout, conf, budget, new io.volpool.backend.PhaseTimes()), cpu, 0, spec, budget,
+            new io.volpool.io.parquet.PlaneRowsInput(layout, conf, budget, new io.volpool.backend.PhaseTimes()), cpu, 0, spec, budget,
             new io.volpool.exec.TaskState(), "test")) {
       run.onRead(() -> seen.add(run.bytesIn()));
       while (run.next() != null) {

@@ -1,7 +1,7 @@
 package io.volpool.exec;
 
 import io.volpool.backend.PlaneSink;
-import io.volpool.io.ParquetBatchWriter;
+import io.volpool.io.parquet.ParquetBatchWriter;
 import io.volpool.io.VolumeSource;
 import io.volpool.memory.MemoryBudget;
 import io.volpool.op.VolumeShape;

@@ -1,5 +1,7 @@
 package io.volpool.io;
 
+import io.volpool.io.parquet.ParquetSplit;
+
 import io.volpool.op.VolumeShape;
 import java.io.Serializable;
 import java.util.List;

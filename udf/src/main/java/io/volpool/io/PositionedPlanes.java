@@ -13,14 +13,14 @@ import java.nio.ByteOrder;
  * position: a slab reads each channel's planes where they lie, so the volume is never copied whole.
  * On close the file is left positioned after the volume, as a reader that streamed it would leave it.
  */
-final class PositionedPlanes implements PlaneSource {
+public final class PositionedPlanes implements PlaneSource {
   private final ByteSource src;
   private final long start;
   private final VolumeShape shape;
   private final String record;
   private final ByteBuffer chunk;
 
-  PositionedPlanes(ByteSource src, long start, VolumeShape shape, String record) {
+  public PositionedPlanes(ByteSource src, long start, VolumeShape shape, String record) {
     this.src = src;
     this.start = start;
     this.shape = shape;

@@ -1,5 +1,7 @@
 package io.volpool.io;
 
+import io.volpool.io.npy.NpyVolumeInput;
+
 import io.volpool.backend.VolumeSink;
 import io.volpool.op.VolumeShape;
 

@@ -1,8 +1,8 @@
 package io.volpool.spark;
 
 import io.volpool.io.CorruptInputException;
-import io.volpool.io.NpyFileRef;
-import io.volpool.io.ParquetSplit;
+import io.volpool.io.npy.NpyFileRef;
+import io.volpool.io.parquet.ParquetSplit;
 import io.volpool.io.PlaneVolume;
 import java.io.File;
 import java.util.ArrayList;

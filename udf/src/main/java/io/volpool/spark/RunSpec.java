@@ -1,6 +1,6 @@
 package io.volpool.spark;
 
-import io.volpool.io.TensorLayout;
+import io.volpool.io.parquet.TensorLayout;
 import io.volpool.op.Pipeline;
 import java.io.Serializable;
 

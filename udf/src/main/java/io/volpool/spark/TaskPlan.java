@@ -1,7 +1,7 @@
 package io.volpool.spark;
 
-import io.volpool.io.NpyFileRef;
-import io.volpool.io.ParquetSplit;
+import io.volpool.io.npy.NpyFileRef;
+import io.volpool.io.parquet.ParquetSplit;
 import io.volpool.io.PlaneVolume;
 import java.io.Serializable;
 import java.util.List;

@@ -1,5 +1,8 @@
 package io.volpool.io;
 
+import io.volpool.io.npy.NpyFileRef;
+import io.volpool.io.npy.NpyVolumeInput;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.volpool.backend.PhaseTimes;

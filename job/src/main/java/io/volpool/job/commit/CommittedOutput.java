@@ -50,12 +50,12 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
         }
       } else if (rowsOut) {
         // a volume across rows is its id's row that starts at plane 0: counted from the rows a reader will find
-        volumes += SmallColumns.read(f.getPath(), "", java.util.List.of(io.volpool.io.TensorLayout.ID,
-            io.volpool.io.TensorLayout.D0), conf, (g, row, split, k) -> {
-              Long d0 = io.volpool.io.ParquetVolumeInput.RowValues.integer(g, io.volpool.io.TensorLayout.D0);
-              if (d0 != null && d0 == 0 && !started.add(String.valueOf(io.volpool.io.ParquetVolumeInput.RowValues.id(g)))
+        volumes += SmallColumns.read(f.getPath(), "", java.util.List.of(io.volpool.io.parquet.TensorLayout.ID,
+            io.volpool.io.parquet.TensorLayout.D0), conf, (g, row, split, k) -> {
+              Long d0 = io.volpool.io.parquet.ParquetVolumeInput.RowValues.integer(g, io.volpool.io.parquet.TensorLayout.D0);
+              if (d0 != null && d0 == 0 && !started.add(String.valueOf(io.volpool.io.parquet.ParquetVolumeInput.RowValues.id(g)))
                   && repeated[0] == null) {
-                repeated[0] = io.volpool.io.ParquetVolumeInput.RowValues.id(g);
+                repeated[0] = io.volpool.io.parquet.ParquetVolumeInput.RowValues.id(g);
               }
             });
       } else {

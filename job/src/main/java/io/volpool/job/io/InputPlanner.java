@@ -1,7 +1,7 @@
 package io.volpool.job.io;
 
-import io.volpool.io.NpyFileRef;
-import io.volpool.io.ParquetSplit;
+import io.volpool.io.npy.NpyFileRef;
+import io.volpool.io.parquet.ParquetSplit;
 import io.volpool.spark.TaskPlan;
 import java.io.IOException;
 import java.util.ArrayList;

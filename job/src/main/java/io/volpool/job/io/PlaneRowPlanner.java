@@ -2,10 +2,10 @@ package io.volpool.job.io;
 
 import io.volpool.io.BadRecordException;
 import io.volpool.io.CorruptInputException;
-import io.volpool.io.ParquetVolumeInput.RowValues;
+import io.volpool.io.parquet.ParquetVolumeInput.RowValues;
 import io.volpool.io.PlaneVolume;
 import io.volpool.io.RowRules;
-import io.volpool.io.TensorLayout;
+import io.volpool.io.parquet.TensorLayout;
 import io.volpool.op.VolumeShape;
 import io.volpool.spark.TaskPlan;
 import java.io.IOException;

@@ -2,7 +2,7 @@ package io.volpool.job.io;
 
 import io.volpool.io.CorruptInputException;
 import io.volpool.io.Files2;
-import io.volpool.io.ParquetSplit;
+import io.volpool.io.parquet.ParquetSplit;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;

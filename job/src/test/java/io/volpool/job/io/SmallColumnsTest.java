@@ -2,8 +2,8 @@ package io.volpool.job.io;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.volpool.io.ParquetVolumeInput;
-import io.volpool.io.TensorLayout;
+import io.volpool.io.parquet.ParquetVolumeInput;
+import io.volpool.io.parquet.TensorLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;

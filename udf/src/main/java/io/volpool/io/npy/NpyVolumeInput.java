@@ -1,4 +1,11 @@
-package io.volpool.io;
+package io.volpool.io.npy;
+
+import io.volpool.io.BadRecordException;
+import io.volpool.io.ByteSource;
+import io.volpool.io.PageGate;
+import io.volpool.io.PositionedPlanes;
+import io.volpool.io.VolumeInput;
+import io.volpool.io.VolumeSource;
 
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;

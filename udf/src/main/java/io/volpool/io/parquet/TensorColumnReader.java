@@ -1,4 +1,9 @@
-package io.volpool.io;
+package io.volpool.io.parquet;
+
+import io.volpool.io.BadRecordException;
+import io.volpool.io.ByteSource;
+import io.volpool.io.CorruptInputException;
+import io.volpool.io.PageGate;
 
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;

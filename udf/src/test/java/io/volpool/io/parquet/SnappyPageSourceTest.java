@@ -1,4 +1,6 @@
-package io.volpool.io;
+package io.volpool.io.parquet;
+
+import io.volpool.io.ByteSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

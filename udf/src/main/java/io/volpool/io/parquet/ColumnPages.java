@@ -1,4 +1,8 @@
-package io.volpool.io;
+package io.volpool.io.parquet;
+
+import io.volpool.io.ByteSource;
+import io.volpool.io.CorruptInputException;
+import io.volpool.io.PageGate;
 
 import io.volpool.memory.PageBuffers;
 import java.io.IOException;

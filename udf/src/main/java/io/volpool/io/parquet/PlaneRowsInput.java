@@ -1,4 +1,8 @@
-package io.volpool.io;
+package io.volpool.io.parquet;
+
+import io.volpool.io.CorruptInputException;
+import io.volpool.io.PageGate;
+import io.volpool.io.PlaneVolume;
 
 import io.volpool.backend.FloatSink;
 import io.volpool.backend.PhaseTimes;

@@ -1,4 +1,6 @@
-package io.volpool.io;
+package io.volpool.io.parquet;
+
+import io.volpool.io.ByteSource;
 
 import java.io.EOFException;
 import java.io.IOException;

@@ -1,4 +1,4 @@
-package io.volpool.io;
+package io.volpool.io.npy;
 
 import java.io.Serializable;
 

@@ -1,11 +1,11 @@
-package io.volpool.io;
+package io.volpool.io.parquet;
 
 import io.volpool.backend.VolumeSink;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /** A sink over a plain buffer, heap or direct; with {@code windows} it offers in-place windows like pinned memory. */
-final class CollectingSink implements VolumeSink {
+public final class CollectingSink implements VolumeSink {
   final ByteBuffer buf;
   private final boolean windows;
 
@@ -40,7 +40,7 @@ final class CollectingSink implements VolumeSink {
     return buf.position();
   }
 
-  byte[] bytes() {
+  public byte[] bytes() {
     byte[] b = new byte[buf.position()];
     buf.duplicate().flip().get(b);
     return b;

@@ -1,4 +1,8 @@
-package io.volpool.io;
+package io.volpool.io.parquet;
+
+import io.volpool.io.ChannelOutputFile;
+import io.volpool.io.OutputSpec;
+import io.volpool.io.VolumeSource;
 
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;

@@ -1,4 +1,7 @@
-package io.volpool.io;
+package io.volpool.io.parquet;
+
+import io.volpool.io.OutputSpec;
+import io.volpool.io.VolumeSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

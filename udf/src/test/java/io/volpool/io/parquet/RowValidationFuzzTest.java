@@ -1,4 +1,8 @@
-package io.volpool.io;
+package io.volpool.io.parquet;
+
+import io.volpool.io.BadRecordException;
+import io.volpool.io.PageGate;
+import io.volpool.io.VolumeSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,8 @@
-package io.volpool.io;
+package io.volpool.io.npy;
+
+import io.volpool.io.BadRecordException;
+import io.volpool.io.ChannelOutputFile;
+import io.volpool.io.VolumeSource;
 
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;

@@ -1,4 +1,4 @@
-package io.volpool.io;
+package io.volpool.io.parquet;
 
 import java.io.Serializable;
 
