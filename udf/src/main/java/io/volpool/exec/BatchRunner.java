@@ -347,7 +347,8 @@ public final class BatchRunner implements TaskRun {
     try {
       if (spec.outputRows()) {
         // written across rows: the output streams out row by row as the slabs run, whatever its size
-        streamed = StreamedVolume.start(item, spec.pipeline(), planner, backend, device, vp.slabPlanes(), budget, task, spillIn, done -> slabProgress(done, outShape.d()));
+        streamed = StreamedVolume.start(item, spec.pipeline(), planner, backend, device, vp.slabPlanes(), budget, task, spillIn,
+            done -> slabProgress(done, outShape.d()));
       } else {
         spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, task, spillIn,
             spillOut, done -> slabProgress(done, outShape.d()));
