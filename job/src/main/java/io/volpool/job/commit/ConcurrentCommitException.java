@@ -1,5 +1,7 @@
 package io.volpool.job.commit;
 
+import io.volpool.conf.VolpoolOptions;
+
 /** Another run committed to, or is committing to, the same output. */
 public final class ConcurrentCommitException extends CommitFailure {
   private static final long serialVersionUID = 1L;
@@ -10,7 +12,7 @@ public final class ConcurrentCommitException extends CommitFailure {
 
   @Override
   public String advice() {
-    return "the output is the other run's; rerun when it has finished (with spark.volpool.output.mode=overwrite to"
-        + " replace it)";
+    return "the output is the other run's; rerun when it has finished (with " + VolpoolOptions.MODE.key()
+        + "=overwrite to replace it)";
   }
 }
