@@ -72,6 +72,13 @@ public final class Volpool {
     } catch (IllegalArgumentException e) {
       throw new SettingsException("Volpool.transform: " + e.getMessage(), e);
     }
+    for (String col : new String[] {s.rescale().slopeColumn(), s.rescale().interceptColumn()}) {
+      if (col != null && (!java.util.Arrays.asList(in.schema().fieldNames()).contains(col)
+          || !(in.schema().apply(col).dataType() instanceof org.apache.spark.sql.types.NumericType))) {
+        throw new SettingsException("Volpool.transform: rescale column '" + col + "' must be a numeric column of the input,"
+            + " whose columns are " + in.schema().simpleString());
+      }
+    }
     RunSpec spec = VolpoolJob.runSpec(s, spark, pipeline, null, null, 0, false);
     return in.mapPartitions(new RowTransform(spec, layout), Encoders.row(layout.outputSchema()));
   }

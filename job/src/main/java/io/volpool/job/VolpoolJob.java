@@ -170,7 +170,7 @@ public final class VolpoolJob {
   static RunSpec runSpec(JobSettings s, SparkSession spark, Pipeline pipeline, FileFormat inputFormat, TensorLayout layout,
       int outputGap, boolean outputRows) {
     return new RunSpec(pipeline, s.executor().withCpuThreads(cpuThreads(s, spark)), inputFormat, layout, outputGap,
-        s.outputRowBytes(), outputRows);
+        s.outputRowBytes(), outputRows, s.rescale());
   }
 
   static int cpuThreads(JobSettings s, SparkSession spark) {
@@ -429,10 +429,36 @@ public final class VolpoolJob {
       }
       fixed = c == null ? null : facts.tensorShapes().get(c);
     }
+    TensorLayout layout;
     try {
-      return TensorLayout.detect(facts.schema(), col, fixed);
+      layout = TensorLayout.detect(facts.schema(), col, fixed);
     } catch (IllegalArgumentException e) {
       throw new SettingsException("input " + s.input() + " (" + first.getName() + "): " + e.getMessage(), e);
+    }
+    checkRescaleColumns(s, facts.schema(), first);
+    return layout;
+  }
+
+  /** Each rescale column the settings name is a numeric column of the input (not a tensor column). */
+  private static void checkRescaleColumns(JobSettings s, org.apache.parquet.schema.MessageType schema, Path first) {
+    String[][] named = {{io.volpool.conf.VolpoolOptions.INPUT_RESCALE_SLOPE_COLUMN.key(), s.rescale().slopeColumn()},
+        {io.volpool.conf.VolpoolOptions.INPUT_RESCALE_INTERCEPT_COLUMN.key(), s.rescale().interceptColumn()}};
+    for (String[] n : named) {
+      if (n[1] == null) {
+        continue;
+      }
+      org.apache.parquet.schema.Type t = schema.containsField(n[1]) ? schema.getType(n[1]) : null;
+      org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName p = t != null && t.isPrimitive()
+          && !t.isRepetition(org.apache.parquet.schema.Type.Repetition.REPEATED)
+          ? t.asPrimitiveType().getPrimitiveTypeName() : null;
+      if (p != org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.DOUBLE
+          && p != org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.FLOAT
+          && p != org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.INT32
+          && p != org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.INT64) {
+        throw new SettingsException(n[0] + " names '" + n[1] + "', which " + (t == null ? "is not a column of" : "is not a"
+            + " numeric column (int, long, float or double) of") + " input " + s.input() + " (" + first.getName() + ": "
+            + schema.getFields().stream().map(f -> f.getName()).collect(java.util.stream.Collectors.joining(", ")) + ")");
+      }
     }
   }
 

@@ -76,9 +76,10 @@ class BadInputTest {
 
   @Test
   void wrongDtype(@TempDir Path tmp) throws Exception {
-    Path in = parquetWith(tmp, row("bad-dtype", List.of(3, 16, 32, 32), "float64", new byte[3 * 16 * 32 * 32 * 8]));
+    Path in = parquetWith(tmp, row("bad-dtype", List.of(3, 16, 32, 32), "int64", new byte[3 * 16 * 32 * 32 * 8]));
     assertFailsCleanly(runOn(in, "parquet", tmp.resolve("out")), tmp, "bad record id=bad-dtype",
-        "dtype must be 'float32' (or '<f4'), got 'float64'");
+        "dtype must be one of uint8, int8, uint16, int16, int32, float16, bfloat16, float32 or float64 (numpy names), or an"
+            + " array-protocol string such as <u2, >i2, |u1, <f2, <f4, got 'int64'");
   }
 
   @Test
@@ -86,6 +87,20 @@ class BadInputTest {
     Path in = parquetWith(tmp, row("short", List.of(3, 16, 32, 32), "float32", new byte[100]));
     assertFailsCleanly(runOn(in, "parquet", tmp.resolve("out")), tmp, "bad record id=short",
         "data holds 100 bytes but shape [3, 16, 32, 32] of float32 needs 196608");
+  }
+
+  @Test
+  void dataLengthNotShapeTimesTheDtypesSize(@TempDir Path tmp) throws Exception {
+    Path in = parquetWith(tmp, row("int16-as-float", List.of(3, 16, 32, 32), "<i2", new byte[3 * 16 * 32 * 32 * 4]));
+    assertFailsCleanly(runOn(in, "parquet", tmp.resolve("out")), tmp, "bad record id=int16-as-float",
+        "data holds 196608 bytes but shape [3, 16, 32, 32] of int16 needs 98304 (shape x 2 bytes)");
+  }
+
+  @Test
+  void nullDtype(@TempDir Path tmp) throws Exception {
+    Path in = parquetWith(tmp, row("no-dtype", List.of(3, 16, 32, 32), null, new byte[3 * 16 * 32 * 32 * 4]));
+    assertFailsCleanly(runOn(in, "parquet", tmp.resolve("out")), tmp, "bad record id=no-dtype", "dtype must be one of",
+        "got null");
   }
 
   @Test
@@ -125,10 +140,11 @@ class BadInputTest {
   void npyOfUnsupportedDtype(@TempDir Path tmp) throws Exception {
     Path in = tmp.resolve("in");
     Files.createDirectories(in);
-    try (var s = BadInputTest.class.getResourceAsStream("/npy/int32.npy")) {
-      Files.write(in.resolve("ints.npy"), s.readAllBytes());
+    try (var s = BadInputTest.class.getResourceAsStream("/npy/int64.npy")) {
+      Files.write(in.resolve("longs.npy"), s.readAllBytes());
     }
-    assertFailsCleanly(runOn(in, "npy", tmp.resolve("out")), tmp, "ints.npy", "dtype '<i4' is not supported");
+    assertFailsCleanly(runOn(in, "npy", tmp.resolve("out")), tmp, "longs.npy", "dtype '<i8' is not supported",
+        "the dtype must be one of uint8, int8, uint16, int16, int32, float16, bfloat16, float32 or float64");
   }
 
   @Test

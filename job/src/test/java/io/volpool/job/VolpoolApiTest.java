@@ -169,6 +169,25 @@ class VolpoolApiTest {
     }
   }
 
+  @Test
+  void transformWidensStoredDtypesAndRescalesFromEachRowsColumns(@org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp)
+      throws Exception {
+    Golden.Case c = DtypeJobTest.rescaleCase("rescale_uint16_columns_avgpool");
+    Dataset<Row> table = SparkTests.spark().read().parquet(DtypeJobTest.rescaleTable(c, tmp, false).toString());
+    Map<String, String> opts = new java.util.HashMap<>(options(c));
+    opts.put("input.rescale.slopeColumn", "RescaleSlope");
+    opts.put("input.rescale.interceptColumn", "RescaleIntercept");
+    List<Row> got = Volpool.transform(table, opts).orderBy("id").collectAsList();
+    float[] exp = c.expected().toFloatArray();
+    int per = exp.length / 3;
+    assertThat(got).hasSize(3);
+    for (int i = 0; i < 3; i++) {
+      assertThat(got.get(i).<String>getAs("dtype")).isEqualTo("float32");
+      Tolerance.assertClose(floats(got.get(i).getAs("data")), Arrays.copyOfRange(exp, i * per, (i + 1) * per),
+          c + " volume " + i);
+    }
+  }
+
   private void sqlFunctionsReproduceGoldenCasesOn(java.util.function.Function<Golden.Case, Dataset<Row>> table) {
     Volpool.register(SparkTests.spark());
     for (Golden.Case c : Golden.cases()) {

@@ -34,6 +34,17 @@ public final class VolpoolOptions {
           + " column, else the only `array<float>` column."));
   public static final ConfKey<String> INPUT_TENSOR_SHAPE = KEYS.add(ConfKey.text(PREFIX + "input.tensorShape", null,
       "`C,D,H,W` of every tensor in the tensor column; unset: read from the file's `ARROW:schema` metadata."));
+  public static final ConfKey<Double> INPUT_RESCALE_SLOPE = KEYS.add(ConfKey.of(PREFIX + "input.rescale.slope", "1",
+      "Each stored value becomes `value * slope + intercept` (float32) before the pipeline: DICOM's RescaleSlope, NIfTI's"
+          + " scl_slope. A finite number.", VolpoolOptions::finite));
+  public static final ConfKey<Double> INPUT_RESCALE_INTERCEPT = KEYS.add(ConfKey.of(PREFIX + "input.rescale.intercept", "0",
+      "Added after the slope: DICOM's RescaleIntercept, NIfTI's scl_inter. A finite number.", VolpoolOptions::finite));
+  public static final ConfKey<String> INPUT_RESCALE_SLOPE_COLUMN = KEYS.add(ConfKey.text(PREFIX + "input.rescale.slopeColumn",
+      null, "Parquet input: the numeric column holding each row's slope, instead of `input.rescale.slope`; a null is a bad"
+          + " record."));
+  public static final ConfKey<String> INPUT_RESCALE_INTERCEPT_COLUMN = KEYS.add(ConfKey.text(
+      PREFIX + "input.rescale.interceptColumn", null, "Parquet input: the numeric column holding each row's intercept,"
+          + " instead of `input.rescale.intercept`; a null is a bad record."));
   public static final ConfKey<String> OUTPUT = KEYS.add(ConfKey.text(PREFIX + "output", null,
       "Output directory. Required."));
   public static final ConfKey<FileFormat> OUTPUT_FORMAT = KEYS.add(ConfKey.option(PREFIX + "output.format", null, FileFormat.class,
@@ -99,4 +110,17 @@ public final class VolpoolOptions {
   public static final java.util.Map<String, String> RENAMED = java.util.Map.of(
       PREFIX + "gpu.tasksPerDevice", GPU_MEMORY_FRACTION.key() + " (a task no longer holds the GPU for its whole"
           + " partition; batches share the device, bounded by its memory)");
+
+  private static Double finite(String key, String v) {
+    double d;
+    try {
+      d = Double.parseDouble(v);
+    } catch (NumberFormatException e) {
+      throw new SettingsException(key + " must be a number, got '" + v + "'");
+    }
+    if (!Float.isFinite((float) d)) {
+      throw new SettingsException(key + " must be a finite float32 number, got '" + v + "'");
+    }
+    return d;
+  }
 }

@@ -307,7 +307,7 @@ public final class BatchRunner implements TaskRun {
       fillingItems.add(item);
       peeked = null;
       volumesIn++;
-      bytesIn += s.bytes();
+      bytesIn += item.storedBytes();
       onRead.run();
     }
   }
@@ -343,7 +343,7 @@ public final class BatchRunner implements TaskRun {
     }
     LOG.info("{}: volume {} {} ({}) runs alone on {}, in slabs along D: {}", taskName, item.record(), s,
         MemoryBudget.mib(s.bytes()), backend.name(device), vp.why());
-    progress.start(s.bytes());
+    progress.start(item.storedBytes());
     try {
       if (spec.outputRows()) {
         // written across rows: the output streams out row by row as the slabs run, whatever its size

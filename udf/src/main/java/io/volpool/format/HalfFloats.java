@@ -4,7 +4,7 @@ package io.volpool.format;
 public final class HalfFloats {
   private HalfFloats() {}
 
-  /** IEEE 754 binary16 to float32, exact (subnormals, infinities and NaN included). */
+  /** IEEE 754 binary16 to float32, exact (subnormals and infinities included; NaN quieted). */
   public static float f16ToFloat(short bits) {
     int h = bits & 0xffff;
     int sign = (h & 0x8000) << 16;
@@ -16,7 +16,8 @@ public final class HalfFloats {
       return sign != 0 ? -v : v;
     }
     if (exp == 0x1f) {
-      return Float.intBitsToFloat(sign | 0x7f800000 | (mant << 13));
+      // infinities; a NaN comes back quiet with its payload, as PyTorch's (and x86's F16C) conversion gives it
+      return Float.intBitsToFloat(sign | 0x7f800000 | (mant == 0 ? 0 : 0x400000 | (mant << 13)));
     }
     return Float.intBitsToFloat(sign | ((exp - 15 + 127) << 23) | (mant << 13));
   }

@@ -8,7 +8,7 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * Reads and writes NumPy's .npy format (versions 1.0, 2.0 and 3.0) for float tensors. Reading
- * accepts {@code <f4} as is and converts {@code >f4}, {@code <f8} and {@code >f8} to float32;
+ * accepts {@code <f4} as is and widens every other {@link Dtype} (either byte order) to float32;
  * Fortran-ordered arrays come back in C order. Writing always produces {@code <f4} in C order with
  * a version 1.0 header padded to 64 bytes (2.0 when the header does not fit 1.0). Stateless.
  */
@@ -97,23 +97,15 @@ public final class Npy {
   }
 
   private static ByteBuffer toLittleF32(ByteBuffer data, NpyHeader h, long numel, String name) {
-    if (h.itemSize() == 4 && !h.bigEndian()) {
+    if (h.type().isFloat32()) {
       return data;
     }
     if (numel > Integer.MAX_VALUE / 4) {
       throw NpyHeader.err(name, "array of " + numel + " elements too large to convert from " + h.descr());
     }
     ByteBuffer out = ByteBuffer.allocate((int) numel * 4).order(ByteOrder.LITTLE_ENDIAN);
-    data.order(h.bigEndian() ? ByteOrder.BIG_ENDIAN : ByteOrder.LITTLE_ENDIAN);
-    if (h.itemSize() == 4) {
-      out.asFloatBuffer().put(data.asFloatBuffer());
-    } else {
-      java.nio.DoubleBuffer src = data.asDoubleBuffer();
-      java.nio.FloatBuffer dst = out.asFloatBuffer();
-      for (int i = 0; i < numel; i++) {
-        dst.put(i, (float) src.get(i));
-      }
-    }
+    h.type().widen(data.duplicate(), (int) numel, out, Rescale.IDENTITY);
+    out.flip();
     return out;
   }
 

@@ -21,14 +21,12 @@ import java.util.Map;
  * naming the file and the rule. Immutable value.
  *
  * @param descr the dtype string, e.g. {@code <f4}
- * @param itemSize bytes per element (4 or 8)
- * @param bigEndian byte order of the elements
+ * @param type the element type and byte order {@code descr} names
  * @param fortranOrder whether the data is in Fortran (column-major) order
  * @param shape the array's shape
  * @param dataOffset where the data starts in the file
  */
-public record NpyHeader(String descr, int itemSize, boolean bigEndian, boolean fortranOrder, long[] shape,
-    long dataOffset) {
+public record NpyHeader(String descr, ValueType type, boolean fortranOrder, long[] shape, long dataOffset) {
   /** numpy's default {@code max_header_size}. */
   public static final int DEFAULT_MAX_HEADER_BYTES = 10_000;
   static final byte[] MAGIC = {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y'};
@@ -102,23 +100,18 @@ public record NpyHeader(String descr, int itemSize, boolean bigEndian, boolean f
     }
     Object descrV = d.get("descr");
     if (descrV instanceof List<?>) {
-      throw err(name, "dtype is a structured (record) dtype; only float32 and float64 arrays are supported");
+      throw err(name, "dtype is a structured (record) dtype; arrays of one of " + Dtype.ACCEPTED + " are supported");
     }
     if (!(descrV instanceof String descr)) {
       throw err(name, "'descr' is not a dtype string: " + descrV);
     }
-    int itemSize;
-    boolean big;
-    switch (descr) {
-      case "<f4": case "=f4": itemSize = 4; big = false; break;
-      case ">f4": itemSize = 4; big = true; break;
-      case "<f8": case "=f8": itemSize = 8; big = false; break;
-      case ">f8": itemSize = 8; big = true; break;
-      default:
-        String what = descr.endsWith("O") ? "object arrays (pickled Python objects) are not tensors"
-            : "only float32 (<f4, >f4) and float64 (<f8, >f8) are supported";
-        throw err(name, "dtype '" + descr + "' is not supported: " + what);
+    ValueType type = ValueType.parse(descr);
+    if (type == null) {
+      String what = descr.endsWith("O") ? "object arrays (pickled Python objects) are not tensors"
+          : "the dtype must be one of " + Dtype.ACCEPTED;
+      throw err(name, "dtype '" + descr + "' is not supported: " + what);
     }
+    int itemSize = type.itemSize();
     if (!(d.get("fortran_order") instanceof Boolean fortran)) {
       throw err(name, "'fortran_order' is not a boolean: " + d.get("fortran_order"));
     }
@@ -153,7 +146,7 @@ public record NpyHeader(String descr, int itemSize, boolean bigEndian, boolean f
       throw err(name, "data holds " + have + " bytes but shape " + Npy.shapeString(shape) + " of " + descr + " needs "
           + want + " (file truncated or corrupt)");
     }
-    return new NpyHeader(descr, itemSize, big, fortran, shape, dataOffset);
+    return new NpyHeader(descr, type, fortran, shape, dataOffset);
   }
 
   public long numel() {
@@ -164,9 +157,14 @@ public record NpyHeader(String descr, int itemSize, boolean bigEndian, boolean f
     return n;
   }
 
+  /** Bytes per element. */
+  public int itemSize() {
+    return type.itemSize();
+  }
+
   /** True when the data is stored exactly as float32 little-endian C order (no conversion needed). */
   public boolean isPlainF32() {
-    return itemSize == 4 && !bigEndian && (!fortranOrder || nonUnitDims() <= 1);
+    return type.isFloat32() && (!fortranOrder || nonUnitDims() <= 1);
   }
 
   private int nonUnitDims() {

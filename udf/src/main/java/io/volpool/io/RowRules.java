@@ -1,12 +1,14 @@
 package io.volpool.io;
 
+import io.volpool.format.Dtype;
+import io.volpool.format.ValueType;
 import io.volpool.op.VolumeShape;
 import java.util.List;
 
 /**
  * The rules a row of the binary layout must meet, in one place for the Parquet reader and for
- * DataFrame rows: a shape of four positive dimensions, dtype {@code float32} (or {@code <f4}), and
- * data of exactly shape x 4 bytes. Each broken rule is a {@link BadRecordException} naming the record.
+ * DataFrame rows: a shape of four positive dimensions, a dtype of {@link Dtype#ACCEPTED}, and data
+ * of exactly shape x the dtype's size bytes. Each broken rule is a {@link BadRecordException} naming the record.
  */
 public final class RowRules {
   private RowRules() {}
@@ -34,24 +36,27 @@ public final class RowRules {
     }
   }
 
-  public static void dtype(String record, String dtype) {
-    if (!"float32".equals(dtype) && !"<f4".equals(dtype)) {
-      throw new BadRecordException(record, "dtype must be 'float32' (or '<f4'), got "
+  /** The value type the row's {@code dtype} names. */
+  public static ValueType dtype(String record, String dtype) {
+    ValueType t = ValueType.parse(dtype);
+    if (t == null) {
+      throw new BadRecordException(record, "dtype must be one of " + Dtype.ACCEPTED + ", got "
           + (dtype == null ? "null" : "'" + dtype + "'"));
     }
+    return t;
   }
 
-  /** Checks that {@code length} bytes of data hold exactly {@code shape} as float32. */
-  public static void length(String record, VolumeShape s, long length) {
+  /** Checks that {@code length} bytes of data hold exactly {@code shape} as values of {@code type}. */
+  public static void length(String record, VolumeShape s, ValueType type, long length) {
     long want;
     try {
-      want = Math.multiplyExact(s.numel(), 4L);
+      want = Math.multiplyExact(s.numel(), (long) type.itemSize());
     } catch (ArithmeticException e) {
       throw new BadRecordException(record, "shape " + s + " has more elements than fit in 64 bits");
     }
     if (length != want) {
-      throw new BadRecordException(record, "data holds " + length + " bytes but shape " + s + " of float32 needs "
-          + want + " (shape x 4 bytes)");
+      throw new BadRecordException(record, "data holds " + length + " bytes but shape " + s + " of " + type + " needs "
+          + want + " (shape x " + type.itemSize() + " bytes)");
     }
   }
 

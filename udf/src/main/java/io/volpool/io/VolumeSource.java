@@ -6,8 +6,8 @@ import io.volpool.backend.VolumeSink;
 import io.volpool.op.VolumeShape;
 
 /**
- * One input volume, positioned for reading: its record name, its shape and a way to put its
- * little-endian float32 values into a batch. What the writer needs of the record afterwards (its
+ * One input volume, positioned for reading: its record name, its shape and a way to put its values
+ * into a batch as little-endian float32, widened from the dtype they are stored in. What the writer needs of the record afterwards (its
  * pass-through columns, its file) stays with it; its tensor bytes do not. Checks are made before
  * any byte is written to the batch, and a broken rule throws {@link BadRecordException} naming the record.
  */
@@ -17,7 +17,12 @@ public interface VolumeSource {
 
   VolumeShape shape();
 
-  /** Writes the volume's {@code shape().bytes()} bytes to {@code dst}. Called once. */
+  /** The bytes the volume's values take where they are stored, at their dtype's width: what a summary counts as read. */
+  default long storedBytes() {
+    return shape().bytes();
+  }
+
+  /** Writes the volume's {@code shape().bytes()} bytes of float32 to {@code dst} (widened from its dtype). Called once. */
   void copyTo(VolumeSink dst);
 
   /**

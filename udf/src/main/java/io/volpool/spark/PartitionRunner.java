@@ -91,12 +91,12 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     String task = "task " + plan.index() + (tc == null ? "" : " (attempt " + tc.attemptNumber() + ")");
     TaskRun runner;
     if (!plan.volumes().isEmpty()) {
-      runner = new SlabVolumes(plan.volumes(), new PlaneRowsInput(spec.layout(), conf.value().get(), budget, state.times()), backend,
+      runner = new SlabVolumes(plan.volumes(), new PlaneRowsInput(spec.layout(), spec.rescale(), conf.value().get(), budget, state.times()), backend,
           device, spec.engine(), budget, state, task);
     } else {
       VolumeInput input = spec.inputFormat() == io.volpool.conf.FileFormat.NPY
-          ? new NpyVolumeInput(plan.files(), conf.value().get(), spec.npyMaxHeaderBytes(), state.times())
-          : new ParquetVolumeInput(plan.splits(), spec.layout(), conf.value().get(), state.times());
+          ? new NpyVolumeInput(plan.files(), spec.rescale().fixed(), conf.value().get(), spec.npyMaxHeaderBytes(), state.times())
+          : new ParquetVolumeInput(plan.splits(), spec.layout(), spec.rescale(), conf.value().get(), state.times());
       runner = new BatchRunner(input, backend, device, spec.engine(), budget, state, task, LOCAL_DIRS);
     }
     String backendName = backend.name(device);

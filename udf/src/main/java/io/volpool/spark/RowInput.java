@@ -2,11 +2,14 @@ package io.volpool.spark;
 
 import io.volpool.conf.VolpoolOptions;
 import io.volpool.backend.VolumeSink;
+import io.volpool.format.Rescale;
+import io.volpool.format.ValueType;
 import io.volpool.io.BadRecordException;
 import io.volpool.io.PageGate;
 import io.volpool.io.RowRules;
 import io.volpool.io.VolumeInput;
 import io.volpool.io.VolumeSource;
+import io.volpool.io.WideningSink;
 import io.volpool.op.VolumeShape;
 import java.io.Serializable;
 import java.nio.ByteBuffer;
@@ -104,7 +107,15 @@ public final class RowInput implements VolumeInput {
   private final Layout layout;
   private long n;
 
+  private final io.volpool.io.InputRescale rescale;
+
   public RowInput(Iterator<Row> rows, Layout layout) {
+    this(rows, layout, io.volpool.io.InputRescale.NONE);
+  }
+
+  /** Rows whose values are rescaled as {@code rescale} says for each. */
+  public RowInput(Iterator<Row> rows, Layout layout, io.volpool.io.InputRescale rescale) {
+    this.rescale = rescale;
     this.rows = rows;
     this.layout = layout;
   }
@@ -113,6 +124,8 @@ public final class RowInput implements VolumeInput {
   public final class RowVolume implements VolumeSource {
     private final Row row;
     private final String record;
+    private ValueType type = ValueType.FLOAT32;
+    private Rescale scale = Rescale.IDENTITY;
     private VolumeShape shape;
 
     RowVolume(Row row, long index) {
@@ -124,6 +137,22 @@ public final class RowInput implements VolumeInput {
       return row;
     }
 
+    private Double number(String column) {
+      int i;
+      try {
+        i = row.fieldIndex(column);
+      } catch (IllegalArgumentException e) {
+        throw new BadRecordException(record, "rescale column '" + column + "' is not a column of the input");
+      }
+      if (row.isNullAt(i)) {
+        return null;
+      }
+      if (!(row.get(i) instanceof Number n)) {
+        throw new BadRecordException(record, "rescale column '" + column + "' must be a number, got " + row.get(i));
+      }
+      return n.doubleValue();
+    }
+
     @Override
     public String record() {
       return record;
@@ -133,6 +162,7 @@ public final class RowInput implements VolumeInput {
     public VolumeShape shape() {
       if (shape == null) {
         shape = layout.tensor() >= 0 ? fixedShape() : binaryShape();
+        scale = rescale.of(record, this::number);
       }
       return shape;
     }
@@ -151,19 +181,25 @@ public final class RowInput implements VolumeInput {
 
     private VolumeShape binaryShape() {
       VolumeShape s = RowRules.shape(record, row.isNullAt(layout.shape()) ? null : row.getList(layout.shape()));
-      RowRules.dtype(record, row.isNullAt(layout.dtype()) ? null : row.getString(layout.dtype()));
+      type = RowRules.dtype(record, row.isNullAt(layout.dtype()) ? null : row.getString(layout.dtype()));
       if (row.isNullAt(layout.data())) {
         throw new BadRecordException(record, "data is null");
       }
-      RowRules.length(record, s, ((byte[]) row.get(layout.data())).length);
+      RowRules.length(record, s, type, ((byte[]) row.get(layout.data())).length);
       return s;
+    }
+
+    @Override
+    public long storedBytes() {
+      shape();
+      return layout.tensor() < 0 ? ((byte[]) row.get(layout.data())).length : shape.bytes();
     }
 
     @Override
     public void copyTo(VolumeSink dst) {
       shape();
       if (layout.tensor() < 0) {
-        dst.put(ByteBuffer.wrap((byte[]) row.get(layout.data())));
+        WideningSink.of(dst, type, scale).put(ByteBuffer.wrap((byte[]) row.get(layout.data())));
         return;
       }
       List<Object> vals = row.getList(layout.tensor());
@@ -177,7 +213,7 @@ public final class RowInput implements VolumeInput {
         i++;
       }
       b.flip();
-      dst.put(b);
+      WideningSink.of(dst, ValueType.FLOAT32, scale).put(b);
     }
   }
 

@@ -40,7 +40,7 @@ public final class RowTransform implements MapPartitionsFunction<Row, Row> {
     MemoryBudget budget = runtime.budget();
     Backend backend = runtime.backend();
     int device = PartitionRunner.deviceOf(tc, backend);
-    RowInput input = new RowInput(rows, layout);
+    RowInput input = new RowInput(rows, layout, spec.rescale());
     BatchRunner runner = new BatchRunner(input, backend, device,
         new EngineSpec(spec.pipeline(), spec.batchSize(), 0, spec.outputRowBytes(), false), budget, new TaskState(),
         "transform partition " + (tc == null ? 0 : tc.partitionId()), PartitionRunner.LOCAL_DIRS);

@@ -15,9 +15,11 @@ import java.io.Serializable;
  * @param outputGap bytes the backend leaves before each output volume (4 for Parquet output, 0 for .npy)
  * @param outputRowBytes the most data bytes per output row of a volume stored across rows
  * @param outputRows the output holds volumes across rows (Parquet with d0/d1 columns)
+ * @param rescale where each volume's rescale comes from (settings, or columns of the input)
  */
 public record RunSpec(Pipeline pipeline, io.volpool.conf.ExecutorSettings settings, io.volpool.conf.FileFormat inputFormat,
-    TensorLayout layout, int outputGap, long outputRowBytes, boolean outputRows) implements Serializable {
+    TensorLayout layout, int outputGap, long outputRowBytes, boolean outputRows, io.volpool.io.InputRescale rescale)
+    implements Serializable {
 
   public io.volpool.conf.Device device() {
     return settings.device();

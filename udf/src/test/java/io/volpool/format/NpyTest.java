@@ -99,11 +99,34 @@ class NpyTest {
         .hasMessageContaining("object arrays");
   }
 
+  @Test
+  void widensNarrowDtypesAsNumpyWroteThem() throws IOException {
+    // int32.npy is numpy's arange(24).reshape(2, 3, 4); f2.npy is arange(-7, 23, 0.25) as float16, shape (2, 3, 4, 5)
+    NpyArray i = Npy.read(fixture("int32.npy"), "int32.npy");
+    assertThat(i.shape()).containsExactly(2L, 3L, 4L);
+    NpyArray h = Npy.read(fixture("f2.npy"), "f2.npy");
+    assertThat(h.shape()).containsExactly(2L, 3L, 4L, 5L);
+    for (int k = 0; k < 24; k++) {
+      assertThat(i.data().order(java.nio.ByteOrder.LITTLE_ENDIAN).getFloat(4 * k)).isEqualTo(k);
+    }
+    for (int k = 0; k < 120; k++) {
+      assertThat(h.data().order(java.nio.ByteOrder.LITTLE_ENDIAN).getFloat(4 * k)).isEqualTo(-7f + 0.25f * k);
+    }
+  }
+
   @ParameterizedTest
-  @ValueSource(strings = {"int32.npy", "f2.npy"})
-  void rejectsOtherDtypes(String name) throws IOException {
-    assertThatThrownBy(() -> Npy.read(fixture(name), name)).isInstanceOf(TensorFormatException.class)
-        .hasMessageContaining(name).hasMessageContaining("only float32 (<f4, >f4) and float64 (<f8, >f8) are supported");
+  @ValueSource(strings = {"<i8", "<u4", "|b1", "<c8", "<f16", "<U3", "|V2"})
+  void rejectsOtherDtypesNamingTheOnesItTakes(String descr) {
+    String dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (1,), }";
+    int pad = 64 - (10 + dict.length() + 1) % 64;
+    String header = dict + " ".repeat(pad) + "\n";
+    java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
+    b.writeBytes(new byte[] {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (byte) header.length(), 0});
+    b.writeBytes(header.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+    b.writeBytes(new byte[16]);
+    assertThatThrownBy(() -> Npy.read(b.toByteArray(), "x.npy")).isInstanceOf(TensorFormatException.class)
+        .hasMessageContaining("x.npy").hasMessageContaining("dtype '" + descr + "' is not supported")
+        .hasMessageContaining("uint8, int8, uint16, int16, int32, float16, bfloat16, float32 or float64");
   }
 
   @Test

@@ -195,6 +195,7 @@ public final class JobSettings {
     final int resourceTimeoutSeconds = VolpoolOptions.RESOURCE_TIMEOUT.get(values);
     final String tensorColumn = VolpoolOptions.INPUT_TENSOR_COLUMN.raw(values);
     final VolumeShape tensorShape = parseTensorShape();
+    final io.volpool.io.InputRescale rescale = parseRescale();
 
     Parsed() {
       if (outputLayout == OutputLayout.ROWS && outputFormat == FileFormat.NPY) {
@@ -206,6 +207,28 @@ public final class JobSettings {
     private boolean checkAll() {
       Operators.settings().forEach(k -> k.get(values));
       return true;
+    }
+
+    private io.volpool.io.InputRescale parseRescale() {
+      String slopeColumn = VolpoolOptions.INPUT_RESCALE_SLOPE_COLUMN.raw(values);
+      String interceptColumn = VolpoolOptions.INPUT_RESCALE_INTERCEPT_COLUMN.raw(values);
+      for (ConfKey<?>[] pair : List.of(new ConfKey<?>[] {VolpoolOptions.INPUT_RESCALE_SLOPE,
+          VolpoolOptions.INPUT_RESCALE_SLOPE_COLUMN}, new ConfKey<?>[] {VolpoolOptions.INPUT_RESCALE_INTERCEPT,
+          VolpoolOptions.INPUT_RESCALE_INTERCEPT_COLUMN})) {
+        if (values.containsKey(pair[0].key()) && values.containsKey(pair[1].key())) {
+          throw new SettingsException("both " + pair[0].key() + " and " + pair[1].key() + " are set; a value comes from"
+              + " the setting or from the column, not both");
+        }
+      }
+      if ((slopeColumn != null || interceptColumn != null) && inputFormat != FileFormat.PARQUET && !forTransform) {
+        throw new SettingsException(VolpoolOptions.INPUT_RESCALE_SLOPE_COLUMN.key() + " and "
+            + VolpoolOptions.INPUT_RESCALE_INTERCEPT_COLUMN.key() + " name Parquet columns; .npy input has none (use "
+            + VolpoolOptions.INPUT_RESCALE_SLOPE.key() + " and " + VolpoolOptions.INPUT_RESCALE_INTERCEPT.key() + ")");
+      }
+      io.volpool.format.Rescale fixed = new io.volpool.format.Rescale(
+          (float) (double) VolpoolOptions.INPUT_RESCALE_SLOPE.get(values),
+          (float) (double) VolpoolOptions.INPUT_RESCALE_INTERCEPT.get(values));
+      return new io.volpool.io.InputRescale(fixed, slopeColumn, interceptColumn);
     }
 
     private VolumeShape parseTensorShape() {
@@ -233,6 +256,11 @@ public final class JobSettings {
 
   public String input() {
     return p.input;
+  }
+
+  /** Where each volume's rescale comes from: the settings, or the columns they name. */
+  public io.volpool.io.InputRescale rescale() {
+    return p.rescale;
   }
 
   public String output() {

@@ -10,6 +10,9 @@ import io.volpool.io.VolumeSource;
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.VolumeSink;
+import io.volpool.format.Rescale;
+import io.volpool.format.ValueType;
+import io.volpool.io.WideningSink;
 import io.volpool.format.Npy;
 import io.volpool.format.NpyHeader;
 import io.volpool.format.TensorFormatException;
@@ -26,13 +29,14 @@ import org.apache.hadoop.fs.Path;
 /**
  * The volumes of a task's .npy files: each file holds one volume {@code [C,D,H,W]} or a batch
  * {@code [N,C,D,H,W]}. Only the header is parsed on the heap; {@code <f4} C-order data streams from
- * the file into the batch buffer, {@code >f4}, {@code <f8} and {@code >f8} are converted in 1 MiB
- * chunks on the way, and a Fortran-ordered file (which must be reordered as a whole) is read into
+ * the file into the batch buffer, every other dtype and byte order is widened to float32 on the way
+ * ({@link WideningSink}), and a Fortran-ordered file (which must be reordered as a whole) is read into
  * page memory taken from the gate. The one place where the rules for .npy inputs live; every broken
  * rule is a {@link BadRecordException} naming the file.
  */
 public final class NpyVolumeInput implements VolumeInput {
   private final List<NpyFileRef> files;
+  private final Rescale rescale;
   private final Configuration conf;
   private final int maxHeaderBytes;
   private final PhaseTimes times;
@@ -104,11 +108,13 @@ public final class NpyVolumeInput implements VolumeInput {
     private final OpenFile file;
     private final int index;
     private final PhaseTimes times;
+    private final Rescale rescale;
 
-    FileVolume(OpenFile file, int index, PhaseTimes times) {
+    FileVolume(OpenFile file, int index, PhaseTimes times, Rescale rescale) {
       this.file = file;
       this.index = index;
       this.times = times;
+      this.rescale = rescale;
     }
 
     public OpenFile file() {
@@ -141,8 +147,13 @@ public final class NpyVolumeInput implements VolumeInput {
     }
 
     @Override
+    public long storedBytes() {
+      return file.shape.numel() * file.header.itemSize();
+    }
+
+    @Override
     public io.volpool.backend.PlaneSource positionedPlanes() {
-      if (file.whole != null || !file.header.isPlainF32()) {
+      if (file.whole != null || !file.header.isPlainF32() || !rescale.isIdentity()) {
         return null;
       }
       return new PositionedPlanes(file.src, file.header.dataOffset() + index * file.shape.bytes(), file.shape, record());
@@ -154,40 +165,21 @@ public final class NpyVolumeInput implements VolumeInput {
       long vb = file.shape.bytes();
       try {
         if (file.whole != null) {
-          dst.put(file.whole.slice((int) (index * vb), (int) vb));
+          WideningSink.of(dst, ValueType.FLOAT32, rescale).put(file.whole.slice((int) (index * vb), (int) vb));
           times.add(Phase.DECODE, System.nanoTime() - t0);
           return;
         }
         NpyHeader h = file.header;
         long raw = vb / 4 * h.itemSize();
         file.src.seek(h.dataOffset() + index * raw);
-        if (h.isPlainF32()) {
+        if (h.isPlainF32() && rescale.isIdentity()) {
           dst.fill(vb, file.src::readFully, file.src.chunk());
           times.add(Phase.READ, System.nanoTime() - t0);
           return;
         }
-        // byte swaps and float64: convert chunk by chunk
-        byte[] c = file.src.chunk();
-        int per = c.length / 8 * h.itemSize();
-        ByteBuffer conv = ByteBuffer.allocate(per / h.itemSize() * 4).order(ByteOrder.LITTLE_ENDIAN);
-        for (long left = raw; left > 0; ) {
-          int n = (int) Math.min(per, left);
-          file.src.readFully(c, 0, n);
-          ByteBuffer in = ByteBuffer.wrap(c, 0, n).order(h.bigEndian() ? ByteOrder.BIG_ENDIAN : ByteOrder.LITTLE_ENDIAN);
-          conv.clear();
-          if (h.itemSize() == 4) {
-            conv.asFloatBuffer().put(in.asFloatBuffer());
-          } else {
-            java.nio.DoubleBuffer d = in.asDoubleBuffer();
-            java.nio.FloatBuffer f = conv.asFloatBuffer();
-            for (int k = 0; k < n / 8; k++) {
-              f.put(k, (float) d.get(k));
-            }
-          }
-          conv.limit(n / h.itemSize() * 4);
-          dst.put(conv);
-          left -= n;
-        }
+        // other dtypes and byte orders: widened on the way into the batch
+        dst = WideningSink.of(dst, h.type(), rescale);
+        dst.fill(raw, file.src::readFully, file.src.chunk());
         times.add(Phase.DECODE, System.nanoTime() - t0);
       } catch (IOException e) {
         throw new UncheckedIOException("reading " + file.ref.path() + ": " + e.getMessage(), e);
@@ -196,7 +188,13 @@ public final class NpyVolumeInput implements VolumeInput {
   }
 
   public NpyVolumeInput(List<NpyFileRef> files, Configuration conf, int maxHeaderBytes, PhaseTimes times) {
+    this(files, Rescale.IDENTITY, conf, maxHeaderBytes, times);
+  }
+
+  /** As above, every value rescaled by {@code rescale}. */
+  public NpyVolumeInput(List<NpyFileRef> files, Rescale rescale, Configuration conf, int maxHeaderBytes, PhaseTimes times) {
     this.files = files;
+    this.rescale = rescale;
     this.conf = conf;
     this.maxHeaderBytes = maxHeaderBytes;
     this.times = times;
@@ -218,7 +216,7 @@ public final class NpyVolumeInput implements VolumeInput {
       loadWhole(cur, gate);
     }
     volumes++;
-    return new FileVolume(cur, cur.next++, times);
+    return new FileVolume(cur, cur.next++, times, rescale);
   }
 
   private OpenFile open(NpyFileRef ref) {

@@ -6,7 +6,11 @@ import io.volpool.io.CorruptInputException;
 import io.volpool.io.Files2;
 import io.volpool.io.PageGate;
 import io.volpool.io.PositionedPlanes;
+import io.volpool.format.Rescale;
+import io.volpool.format.ValueType;
+import io.volpool.io.InputRescale;
 import io.volpool.io.RowRules;
+import io.volpool.io.WideningSink;
 import io.volpool.io.VolumeInput;
 import io.volpool.io.VolumeSource;
 
@@ -48,6 +52,7 @@ import org.apache.parquet.schema.Type;
 public final class ParquetVolumeInput implements VolumeInput {
   private final List<ParquetSplit> splits;
   private final TensorLayout layout;
+  private final InputRescale rescale;
   private final Configuration conf;
   private final PhaseTimes times;
   private final CodecFactory codecs;
@@ -88,8 +93,16 @@ public final class ParquetVolumeInput implements VolumeInput {
     return n;
   }
 
+  /** The input of {@code splits}, values as stored (no rescale). */
   public ParquetVolumeInput(List<ParquetSplit> splits, TensorLayout layout, Configuration conf, PhaseTimes times) {
+    this(splits, layout, InputRescale.NONE, conf, times);
+  }
+
+  /** The input of {@code splits}, each value rescaled as {@code rescale} says for its row. */
+  public ParquetVolumeInput(List<ParquetSplit> splits, TensorLayout layout, InputRescale rescale, Configuration conf,
+      PhaseTimes times) {
     this.splits = splits;
+    this.rescale = rescale;
     this.layout = layout;
     this.conf = conf;
     this.times = times;
@@ -108,6 +121,8 @@ public final class ParquetVolumeInput implements VolumeInput {
     private VolumeShape whole;
     private int[] planes;
     private int dataLength = -1;
+    private ValueType type = ValueType.FLOAT32;
+    private Rescale scale = Rescale.IDENTITY;
     private boolean consumed;
 
     Row(Group group, String record, ParquetSplit from, long index) {
@@ -167,6 +182,7 @@ public final class ParquetVolumeInput implements VolumeInput {
         if (whole == null) {
           whole = shape;
         }
+        scale = rescale.of(record, column -> RowValues.number(group, column, record));
       }
       return shape;
     }
@@ -194,22 +210,28 @@ public final class ParquetVolumeInput implements VolumeInput {
         planes = RowRules.planes(record, s, RowValues.integer(group, TensorLayout.D0), RowValues.integer(group, TensorLayout.D1));
         s = new VolumeShape(s.c(), planes[1] - planes[0], s.h(), s.w());
       }
-      RowRules.dtype(record, RowValues.string(group, TensorLayout.DTYPE));
+      type = RowRules.dtype(record, RowValues.string(group, TensorLayout.DTYPE));
       if (!tensor.isValue()) {
         tensor.skipNull();
         consumed = true;
         throw new BadRecordException(record, "data is null");
       }
       dataLength = tensor.binaryLength();
-      RowRules.length(record, s, dataLength);
+      RowRules.length(record, s, type, dataLength);
       times.add(Phase.DECODE, System.nanoTime() - t0);
       return s;
     }
 
     @Override
+    public long storedBytes() {
+      shape();
+      return layout.isBinary() ? dataLength : shape.bytes();
+    }
+
+    @Override
     public io.volpool.backend.PlaneSource positionedPlanes() {
       VolumeShape s = shape();
-      if (!layout.isBinary() || layout.planeRows()) {
+      if (!layout.isBinary() || layout.planeRows() || !type.isFloat32() || !scale.isIdentity()) {
         return null;
       }
       long at = tensor.streamedValueAt();
@@ -226,9 +248,10 @@ public final class ParquetVolumeInput implements VolumeInput {
       VolumeShape s = shape();
       consumed = true;
       if (layout.isBinary()) {
-        tensor.copyBinary(dst);
+        tensor.copyBinary(WideningSink.of(dst, type, scale));
       } else {
-        long n = tensor.copyFloatRow(dst, s.numel(), record, layout.tensorColumn(), gate);
+        long n = tensor.copyFloatRow(WideningSink.of(dst, ValueType.FLOAT32, scale), s.numel(), record, layout.tensorColumn(),
+            gate);
         if (n != s.numel()) {
           throw new BadRecordException(record, "tensor column '" + layout.tensorColumn() + "' holds " + n
               + " floats but its fixed shape " + s + " needs " + s.numel());
@@ -473,6 +496,24 @@ public final class ParquetVolumeInput implements VolumeInput {
     public static Long integer(Group g, String field) {
       int f = g.getType().getFieldIndex(field);
       return g.getFieldRepetitionCount(f) == 0 ? null : primitive(g, f, 0);
+    }
+
+    /** A numeric column's value (any int, float or double column), null when the row has none. */
+    static Double number(Group g, String field, String record) {
+      int f = g.getType().getFieldIndex(field);
+      if (g.getFieldRepetitionCount(f) == 0) {
+        return null;
+      }
+      Type t = g.getType().getType(f);
+      PrimitiveTypeName p = t.isPrimitive() ? t.asPrimitiveType().getPrimitiveTypeName() : null;
+      if (p == PrimitiveTypeName.DOUBLE) {
+        return g.getDouble(f, 0);
+      } else if (p == PrimitiveTypeName.FLOAT) {
+        return (double) g.getFloat(f, 0);
+      } else if (p == PrimitiveTypeName.INT32 || p == PrimitiveTypeName.INT64) {
+        return (double) primitive(g, f, 0);
+      }
+      throw new BadRecordException(record, "column '" + field + "' must be a number (int, float or double), got " + t);
     }
 
     static String string(Group g, String field) {

@@ -28,6 +28,7 @@ import org.apache.hadoop.conf.Configuration;
  */
 public final class PlaneRowsInput implements AutoCloseable {
   private final TensorLayout layout;
+  private final io.volpool.io.InputRescale rescale;
   private final Configuration conf;
   private final PhaseTimes times;
   private final PhaseTimes aheadTimes = new PhaseTimes();
@@ -41,7 +42,14 @@ public final class PlaneRowsInput implements AutoCloseable {
   private final PageGate pages;
 
   public PlaneRowsInput(TensorLayout layout, Configuration conf, MemoryBudget budget, PhaseTimes times) {
+    this(layout, io.volpool.io.InputRescale.NONE, conf, budget, times);
+  }
+
+  /** As above, each row's values rescaled as {@code rescale} says. */
+  public PlaneRowsInput(TensorLayout layout, io.volpool.io.InputRescale rescale, Configuration conf, MemoryBudget budget,
+      PhaseTimes times) {
     this.layout = layout;
+    this.rescale = rescale;
     this.conf = conf;
     this.budget = budget;
     this.times = times;
@@ -74,7 +82,7 @@ public final class PlaneRowsInput implements AutoCloseable {
     PhaseTimes t = aheadTimes;
     if (cur == null || !r.split().equals(curSplit) || r.row() < curNext) {
       closeCurrent();
-      cur = new ParquetVolumeInput(List.of(r.split()), layout, conf, t);
+      cur = new ParquetVolumeInput(List.of(r.split()), layout, rescale, conf, t);
       curSplit = r.split();
       curNext = 0;
     }

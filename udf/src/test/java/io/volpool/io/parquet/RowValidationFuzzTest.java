@@ -36,12 +36,41 @@ class RowValidationFuzzTest {
           + " optional int64 element; } } optional binary dtype (STRING); optional binary data; }");
   static final long[] DIMS = {0, 1, 2, 3, 5, -1, -7, 2147483647L, 2147483648L, 4611686018427387904L, Long.MIN_VALUE};
 
+  /** The dtype strings of the mix and their sizes (0: not a dtype the rules accept). */
+  static final java.util.Map<String, Integer> SIZES = java.util.Map.of("float32", 4, "<f4", 4, "float64", 8, "int16", 2,
+      ">i2", 2, "<u2", 2, "|u1", 1, "bfloat16", 2, "int64", 0, "f4 ", 0);
+
+  static int size(String dtype) {
+    return dtype == null ? 0 : SIZES.getOrDefault(dtype, 0);
+  }
+
+  /** What the reader must put into the batch: the stored values widened, element by element, as float32. */
+  static byte[] widened(String dtype, byte[] data) {
+    java.nio.ByteBuffer in = java.nio.ByteBuffer.wrap(data).order(dtype.startsWith(">") ? java.nio.ByteOrder.BIG_ENDIAN
+        : java.nio.ByteOrder.LITTLE_ENDIAN);
+    int n = data.length / size(dtype);
+    java.nio.ByteBuffer out = java.nio.ByteBuffer.allocate(n * 4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    for (int i = 0; i < n; i++) {
+      float v = switch (dtype) {
+        case "float32", "<f4" -> in.getFloat(4 * i);
+        case "float64" -> (float) in.getDouble(8 * i);
+        case "int16", ">i2" -> in.getShort(2 * i);
+        case "<u2" -> Short.toUnsignedInt(in.getShort(2 * i));
+        case "|u1" -> Byte.toUnsignedInt(in.get(i));
+        case "bfloat16" -> Float.intBitsToFloat(in.getShort(2 * i) << 16);
+        default -> throw new AssertionError(dtype);
+      };
+      out.putFloat(4 * i, v);
+    }
+    return out.array();
+  }
+
   record Row(String id, Long[] shape, String dtype, byte[] data) {
     boolean valid() {
-      if (shape == null || shape.length != 4 || data == null || !("float32".equals(dtype) || "<f4".equals(dtype))) {
+      if (shape == null || shape.length != 4 || data == null || size(dtype) == 0) {
         return false;
       }
-      BigInteger n = BigInteger.valueOf(4);
+      BigInteger n = BigInteger.valueOf(size(dtype));
       for (Long d : shape) {
         if (d == null || d <= 0 || d > Integer.MAX_VALUE) {
           return false;
@@ -61,10 +90,12 @@ class RowValidationFuzzTest {
         shape[k] = r.nextInt(30) == 0 ? null : r.nextInt(4) == 0 ? DIMS[r.nextInt(DIMS.length)] : 1L + r.nextInt(4);
       }
     }
-    String dtype = new String[] {"float32", "float32", "float32", "<f4", "float64", "", null}[r.nextInt(7)];
+    String[] mix = {"float32", "float32", "float32", "<f4", "float64", "int16", ">i2", "<u2", "|u1", "bfloat16", "int64",
+        "f4 ", "", null};
+    String dtype = mix[r.nextInt(mix.length)];
     byte[] data = null;
     if (r.nextInt(20) != 0) {
-      long want = 4;
+      long want = Math.max(1, size(dtype));
       boolean small = shape != null;
       if (shape != null) {
         for (Long d : shape) {
@@ -131,10 +162,10 @@ class RowValidationFuzzTest {
         boolean ok;
         try {
           v.shape();
-          CollectingSink sink = new CollectingSink(row.data().length, false, false);
+          CollectingSink sink = new CollectingSink((int) v.shape().bytes(), false, false);
           v.copyTo(sink);
           ok = true;
-          if (!Arrays.equals(sink.bytes(), row.data())) {
+          if (!Arrays.equals(sink.bytes(), widened(row.dtype(), row.data()))) {
             wrong.add(row.id() + " read different bytes");
           }
           read++;
