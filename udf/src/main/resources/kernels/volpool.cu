@@ -535,3 +535,37 @@ extern "C" __global__ void __launch_bounds__(256, 2) pipeline_taps2_c3_c16(const
     if (two) __stcs(yo + co * oplane + (i64)PH * PW, acc1[co] * inv[1]);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The output dtype: float32 results narrowed as io.volpool.format.Narrow does it on the host (and
+// PyTorch's CPU .to(torch.float16) / .to(torch.bfloat16)), bit for bit: round to nearest even,
+// float16 overflow to infinity, NaN to 0x7e00 with its sign (float16) and to 0xffff (bfloat16).
+// __fmul_rn/__fadd_rn keep nvcc from contracting the float16 steps into one FMA (which rounds once).
+extern "C" __global__ void narrow_f16(const float* __restrict__ x, unsigned short* __restrict__ y, i64 count) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < count; i += (i64)gridDim.x * blockDim.x) {
+    const float f = x[i];
+    const uint32_t w = __float_as_uint(f);
+    const uint32_t shl1 = w + w;
+    const uint32_t sign = w & 0x80000000u;
+    if (shl1 > 0xff000000u) {
+      y[i] = (unsigned short)((sign >> 16) | 0x7e00u);
+      continue;
+    }
+    float base = __fmul_rn(__fmul_rn(fabsf(f), 0x1.0p+112f), 0x1.0p-110f);
+    uint32_t bias = shl1 & 0xff000000u;
+    if (bias < 0x71000000u) {
+      bias = 0x71000000u;
+    }
+    base = __fadd_rn(__uint_as_float((bias >> 1) + 0x07800000u), base);
+    const uint32_t bits = __float_as_uint(base);
+    y[i] = (unsigned short)((sign >> 16) | (((bits >> 13) & 0x7c00u) + (bits & 0x0fffu)));
+  }
+}
+
+extern "C" __global__ void narrow_bf16(const float* __restrict__ x, unsigned short* __restrict__ y, i64 count) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < count; i += (i64)gridDim.x * blockDim.x) {
+    const float f = x[i];
+    const uint32_t u = __float_as_uint(f);
+    y[i] = f != f ? (unsigned short)0xffffu : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+}

@@ -85,6 +85,10 @@ public final class VolpoolJob {
    * before it is read (the output is replaced).
    */
   static Pipeline pipeline(JobSettings s, Configuration conf, Map<String, String> provenance) throws IOException {
+    return stages(s, conf, provenance).withOutput(s.outputDtype());
+  }
+
+  private static Pipeline stages(JobSettings s, Configuration conf, Map<String, String> provenance) throws IOException {
     return Operators.pipeline(new OperatorInputs() {
       @Override
       public Map<String, String> values() {
@@ -140,6 +144,7 @@ public final class VolpoolJob {
     Map<String, String> m = new LinkedHashMap<>();
     m.put("volpool.version", Version.VERSION);
     m.put("volpool.pipeline", describe(p));
+    m.put("volpool.output.dtype", p.output().numpyName());
     m.putAll(files);
     m.put("volpool.input", s.input());
     return m;

@@ -53,6 +53,11 @@ public final class VolpoolOptions {
   public static final ConfKey<String> OUTPUT_COMPRESSION = KEYS.add(ConfKey.choice(PREFIX + "output.compression", "none",
       "Parquet output codec: `none`, `snappy`, `zstd`, `gzip` or `lz4`. Random-looking floats barely compress, and a"
           + " codec holds a whole tensor page (512 MiB for a large volume) several times in memory.", "none", "snappy", "zstd", "gzip", "lz4"));
+  public static final ConfKey<OutputDtype> OUTPUT_DTYPE = KEYS.add(ConfKey.option(PREFIX + "output.dtype", OutputDtype.FLOAT32,
+      OutputDtype.class, "`float32`, `float16` or `bfloat16`: the dtype of the output values. The kernels compute in float32 and"
+          + " round to nearest even on the device before the copy back, as PyTorch's `.to(torch.float16)` (beyond 65504 a"
+          + " float16 is infinite); the `dtype` column says it, `.npy` output is `<f2`. bfloat16 has no numpy dtype: Parquet"
+          + " output only."));
   public static final ConfKey<OutputLayout> OUTPUT_LAYOUT = KEYS.add(ConfKey.option(PREFIX + "output.layout", OutputLayout.AUTO,
       OutputLayout.class, "Parquet output: `volume` (one row per volume), `rows` (volumes stored across rows: `d0`/`d1` columns, a volume"
           + " larger than `output.rowBytes` in several rows), or `auto` (`rows` when the input is stored across rows, else"

@@ -246,7 +246,7 @@ public final class CudaBackend implements Backend {
         b += plan.shapes().get(i).bytes();
       }
     }
-    return b;
+    return b + plan.narrowBufferBytes();
   }
 
 

@@ -40,6 +40,7 @@ final class CudaExecutor implements BatchExecutor {
   private final BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned;
   private final long inBytes;
   private final long outBytes;
+  private final long copyBytes;
   private final long chunk;
   private final long outAt;
   private final CudaBackend.PinnedKey hostKey;
@@ -55,7 +56,9 @@ final class CudaExecutor implements BatchExecutor {
     this.pinned = pinned;
     this.poison = poison;
     this.inBytes = plan.shapes().get(0).bytes();
+    // the float32 output's room per volume (offsets keep it); the copy back moves plan.outputBytes() of it
     this.outBytes = plan.shapes().get(plan.outputBuffer()).bytes();
+    this.copyBytes = plan.outputBytes();
     this.chunk = align(Math.min(STAGING_CHUNK, maxBatch * inBytes));
     this.outAt = 2 * chunk;
     this.hostKey = new CudaBackend.PinnedKey(device.ordinal, pinnedBytes(plan, maxBatch, gap));
@@ -63,6 +66,8 @@ final class CudaExecutor implements BatchExecutor {
     for (int i = 0; i < plan.shapes().size(); i++) {
       sizes.add(plan.used(i) ? maxBatch * plan.shapes().get(i).bytes() : 0L);
     }
+    // the narrowed output, after the plan's buffers
+    sizes.add(maxBatch * plan.narrowBufferBytes());
     this.slotKey = new DeviceSlot.Key(java.util.List.copyOf(sizes));
     this.what = "a GPU batch of " + maxBatch + " volumes " + plan.shapes().get(0) + " through " + plan.describe();
   }
@@ -138,17 +143,27 @@ final class CudaExecutor implements BatchExecutor {
     if (poison) {
       for (int i = 1; i < s.buffers.length; i++) {
         if (s.buffers[i] != null) {
-          Cuda.check(cuMemsetD32Async(s.buffers[i], NAN_BITS, n * plan.shapes().get(i).numel(), s.stream),
-              "cuMemsetD32Async(poison buffer " + i + ")");
+          long words = i < plan.shapes().size() ? n * plan.shapes().get(i).numel() : n * plan.narrowBufferBytes() / 4;
+          Cuda.check(cuMemsetD32Async(s.buffers[i], NAN_BITS, words, s.stream), "cuMemsetD32Async(poison buffer " + i + ")");
         }
       }
     }
-    s.runner(plan).launch(s.stream, s.buffers, n);
-    Cuda.check(cuEventRecord(s.events[2], s.stream), "cuEventRecord");
+    KernelRunner runner = s.runner(plan);
+    runner.launch(s.stream, s.buffers, n);
     CUdeviceptr src = s.buffers[plan.outputBuffer()];
+    long srcPitch = outBytes;
+    if (plan.narrowKernel() != null) {
+      // narrowed on the device: the copy back moves the narrow bytes only
+      CUdeviceptr narrow = s.buffers[s.buffers.length - 1];
+      runner.narrow(s.stream, src, narrow, n * plan.shapes().get(plan.outputBuffer()).numel());
+      src = narrow;
+      srcPitch = copyBytes;
+    }
+    Cuda.check(cuEventRecord(s.events[2], s.stream), "cuEventRecord");
     // each volume's output after the caller's gap
-    StridedCopy.copy(s.stream, device.maxPitch, StridedCopy.At.device(src), outBytes,
-        StridedCopy.At.host(b.host.pointer().withByteOffset(outAt + gap)), gap + outBytes, outBytes, n, "batch output to host");
+    StridedCopy.copy(s.stream, device.maxPitch, StridedCopy.At.device(src), srcPitch,
+        StridedCopy.At.host(b.host.pointer().withByteOffset(outAt + gap)), gap + outBytes, copyBytes, n,
+        "batch output to host");
     Cuda.check(cuEventRecord(s.events[3], s.stream), "cuEventRecord");
     b.n = n;
     return true;

@@ -81,6 +81,31 @@ public final class KernelPlan {
     return steps.isEmpty() ? 0 : steps.get(steps.size() - 1).dst();
   }
 
+  /**
+   * Bytes of one output volume as it is copied back: float32, or the narrow output dtype (then a
+   * last kernel, {@link #narrowKernel()}, writes it into a buffer of its own after the plan's buffers).
+   */
+  public long outputBytes() {
+    return pipeline.outputBytes(shapes.get(shapes.size() - 1));
+  }
+
+  /** The kernel that narrows the output ({@code narrow_f16}, {@code narrow_bf16}), or null for float32 output. */
+  public String narrowKernel() {
+    switch (pipeline.output()) {
+      case FLOAT16:
+        return "narrow_f16";
+      case BFLOAT16:
+        return "narrow_bf16";
+      default:
+        return null;
+    }
+  }
+
+  /** Per-volume device bytes of the narrowed output buffer, rounded up to whole 4-byte words (0 for float32 output). */
+  public long narrowBufferBytes() {
+    return narrowKernel() == null ? 0 : (outputBytes() + 3) & ~3L;
+  }
+
   /** True when buffer {@code i} is read or written by some step (intermediates of a fused kernel are not). */
   public boolean used(int i) {
     return i == 0 || steps.stream().anyMatch(s -> s.src() == i || s.dst() == i);
@@ -88,6 +113,7 @@ public final class KernelPlan {
 
   /** The kernels in launch order, e.g. {@code pipeline_taps2_c3_c16}. */
   public String describe() {
-    return steps.isEmpty() ? "copy" : steps.stream().map(GpuStep::kernel).collect(Collectors.joining(" -> "));
+    String k = steps.isEmpty() ? "copy" : steps.stream().map(GpuStep::kernel).collect(Collectors.joining(" -> "));
+    return narrowKernel() == null ? k : k + " -> " + narrowKernel();
   }
 }

@@ -40,6 +40,9 @@ public final class KernelRunner implements AutoCloseable {
       for (GpuStep s : plan.steps()) {
         device.function(s.kernel());
       }
+      if (plan.narrowKernel() != null) {
+        device.function(plan.narrowKernel());
+      }
     } catch (RuntimeException e) {
       close();
       throw e;
@@ -84,6 +87,18 @@ public final class KernelRunner implements AutoCloseable {
     long b = (work + threads - 1) / threads;
     long cap = (long) device.multiprocessors * 64;
     return (int) Math.max(1, Math.min(b, cap));
+  }
+
+  /**
+   * Narrows {@code count} float32 values of {@code src} to the plan's output dtype into {@code dst}
+   * ({@link KernelPlan#narrowKernel()}; the same arithmetic as {@link io.volpool.format.Narrow}).
+   */
+  public void narrow(CUstream stream, CUdeviceptr src, CUdeviceptr dst, long count) {
+    String k = plan.narrowKernel();
+    int threads = 256;
+    Pointer params = Pointer.to(Pointer.to(src), Pointer.to(dst), Pointer.to(new long[] {count}));
+    Cuda.check(cuLaunchKernel(device.function(k), blocks(count, threads), 1, 1, threads, 1, 1, 0, stream, params, null),
+        "cuLaunchKernel(" + k + ", " + count + " values)");
   }
 
   /** Launches every step for {@code n} whole volumes; {@code bufs[i]} holds buffer i of the plan. */

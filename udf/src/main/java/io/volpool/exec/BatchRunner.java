@@ -6,6 +6,7 @@ import io.volpool.backend.BatchExecutor;
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.VolumePlan;
+import io.volpool.format.Dtype;
 import io.volpool.io.BadRecordException;
 import io.volpool.io.PageGate;
 import io.volpool.io.VolumeInput;
@@ -51,10 +52,16 @@ public final class BatchRunner implements TaskRun {
    * {@link #next()}. For rows of a volume stored across rows, {@code planes[i]} is output row
    * {@code i}'s plane range {@code {d0, d1}} of the whole output {@code outShape} (null otherwise).
    */
-  public record Finished(List<VolumeSource> items, VolumeShape outShape, ByteBuffer output, long[] offsets, int[][] planes,
-      TaskState task) {
-    public Finished(List<VolumeSource> items, VolumeShape outShape, ByteBuffer output, long[] offsets, TaskState task) {
-      this(items, outShape, output, offsets, null, task);
+  public record Finished(List<VolumeSource> items, VolumeShape outShape, Dtype dtype, ByteBuffer output, long[] offsets,
+      int[][] planes, TaskState task) {
+    public Finished(List<VolumeSource> items, VolumeShape outShape, Dtype dtype, ByteBuffer output, long[] offsets,
+        TaskState task) {
+      this(items, outShape, dtype, output, offsets, null, task);
+    }
+
+    /** Bytes of one whole output volume in {@link #dtype}. */
+    public long volumeBytes() {
+      return outShape.numel() * dtype.itemSize();
     }
   }
 
@@ -353,7 +360,7 @@ public final class BatchRunner implements TaskRun {
         spilled = SpilledVolume.run(item, spec.pipeline(), backend, device, vp.slabPlanes(), outputGap, task, spillIn,
             spillOut, done -> slabProgress(done, outShape.d()));
         slabDone();
-        bytesOut += outShape.bytes();
+        bytesOut += spec.pipeline().outputBytes(outShape);
       }
     } catch (IllegalArgumentException e) {
       throw new BadRecordException(item.record(), e.getMessage(), e);
@@ -397,10 +404,10 @@ public final class BatchRunner implements TaskRun {
     for (int i = 0; i < offsets.length; i++) {
       offsets[i] = s.batch().outputOffset(i);
     }
-    bytesOut += outShape.bytes() * offsets.length;
+    bytesOut += spec.pipeline().outputBytes(outShape) * offsets.length;
     lastReturned = s.batch();
     maybeLog();
-    return new Finished(s.items(), outShape, out, offsets, task);
+    return new Finished(s.items(), outShape, spec.pipeline().output(), out, offsets, task);
   }
 
   private void openExecutor(VolumeShape s, VolumePlan vp) {

@@ -1,6 +1,8 @@
 package io.volpool.exec;
 
 import io.volpool.backend.PlaneSink;
+import io.volpool.format.Dtype;
+import io.volpool.format.Narrow;
 import io.volpool.io.parquet.ParquetBatchWriter;
 import io.volpool.io.VolumeSource;
 import io.volpool.memory.MemoryBudget;
@@ -23,6 +25,7 @@ import java.util.function.LongConsumer;
 final class OutputRows implements PlaneSink {
   private final VolumeSource first;
   private final VolumeShape out;
+  private final Dtype dtype;
   private final int rowPlanes;
   private final int ohw;
   private final MemoryBudget budget;
@@ -41,8 +44,9 @@ final class OutputRows implements PlaneSink {
    * @param first the input row whose pass-through columns every output row carries
    * @param planesDone told the output planes done so far after each slab (progress)
    */
-  OutputRows(VolumeSource first, VolumeShape out, int rowPlanes, MemoryBudget budget, TaskState task,
+  OutputRows(VolumeSource first, VolumeShape out, Dtype dtype, int rowPlanes, MemoryBudget budget, TaskState task,
       LongConsumer planesDone) {
+    this.dtype = dtype;
     this.task = task;
     this.first = first;
     this.out = out;
@@ -52,9 +56,9 @@ final class OutputRows implements PlaneSink {
     this.planesDone = planesDone;
   }
 
-  /** Whole output planes per row, at most {@code rowBytes} of data (at least one plane). */
-  static int rowPlanes(VolumeShape out, long rowBytes) {
-    long planeBytes = (long) out.c() * out.h() * out.w() * Float.BYTES;
+  /** Whole output planes per row, at most {@code rowBytes} of data in {@code dtype} (at least one plane). */
+  static int rowPlanes(VolumeShape out, Dtype dtype, long rowBytes) {
+    long planeBytes = (long) out.c() * out.h() * out.w() * dtype.itemSize();
     return (int) Math.max(1, Math.min(out.d(), rowBytes / planeBytes));
   }
 
@@ -67,9 +71,9 @@ final class OutputRows implements PlaneSink {
     return Math.min(budget.maxRequest(), Math.max(budget.limit() / 4, budget.limit() - inputRows - 3 * outRow));
   }
 
-  /** Bytes of one row of {@code rowPlanes} planes, its length prefix included. */
-  static long rowBytes(VolumeShape out, int rowPlanes) {
-    return ParquetBatchWriter.GAP + (long) out.c() * rowPlanes * out.h() * out.w() * Float.BYTES;
+  /** Bytes of one row of {@code rowPlanes} planes in {@code dtype}, its length prefix included. */
+  static long rowBytes(VolumeShape out, Dtype dtype, int rowPlanes) {
+    return ParquetBatchWriter.GAP + (long) out.c() * rowPlanes * out.h() * out.w() * dtype.itemSize();
   }
 
   @Override
@@ -81,20 +85,21 @@ final class OutputRows implements PlaneSink {
       if (row == null) {
         r0 = d;
         rn = Math.min(rowPlanes, out.d() - d);
-        long bytes = rowBytes(out, rn);
+        long bytes = rowBytes(out, dtype, rn);
         budget.forceAcquire(bytes, MemoryBudget.Use.BATCHES);
         held += bytes;
         row = ByteBuffer.allocate((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
       }
       int n = Math.min(o1, r0 + rn) - d;
       for (int c = 0; c < out.c(); c++) {
-        row.position(ParquetBatchWriter.GAP + (c * rn + d - r0) * ohw * Float.BYTES);
-        row.asFloatBuffer().put(0, y, (c * (o1 - o0) + d - o0) * ohw, n * ohw);
+        // narrowed here when the output dtype is narrow (slab runs hand over float32 planes)
+        Narrow.put(y, (c * (o1 - o0) + d - o0) * ohw, row, ParquetBatchWriter.GAP + (c * rn + d - r0) * ohw
+            * dtype.itemSize(), n * ohw, dtype);
       }
       d += n;
       if (d == r0 + rn) {
         row.clear();
-        ready.add(new BatchRunner.Finished(List.of(first), out, row, new long[] {ParquetBatchWriter.GAP},
+        ready.add(new BatchRunner.Finished(List.of(first), out, dtype, row, new long[] {ParquetBatchWriter.GAP},
             new int[][] {{r0, r0 + rn}}, task));
         row = null;
       }

@@ -48,8 +48,9 @@ final class Planner {
    * @param copy the identity pipeline: planes are copied, a slab is as large as the share holds
    */
   Sizes rows(SlabPlan plan, long inputRows, boolean copy) {
-    int rowPlanes = OutputRows.rowPlanes(plan.output(), spec.outputRowBytes());
-    long outRow = OutputRows.rowBytes(plan.output(), rowPlanes);
+    io.volpool.format.Dtype dtype = plan.pipeline().output();
+    int rowPlanes = OutputRows.rowPlanes(plan.output(), dtype, spec.outputRowBytes());
+    long outRow = OutputRows.rowBytes(plan.output(), dtype, rowPlanes);
     long share = OutputRows.slabShare(budget, inputRows, outRow);
     long planeBytes = (long) plan.output().c() * plan.output().h() * plan.output().w() * Float.BYTES;
     int planes = copy ? (int) Math.min(Integer.MAX_VALUE, share / planeBytes) : backend.slabPlanes(plan, share, device);

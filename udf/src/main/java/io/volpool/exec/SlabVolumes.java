@@ -126,7 +126,7 @@ public final class SlabVolumes implements TaskRun {
     VolumeSource first = input.firstRow(v);
     src = input.open(v);
     progress.start(v.bytes());
-    rows = new OutputRows(first, out, rowPlanes, budget, state, done -> slabDone(done, out.d()));
+    rows = new OutputRows(first, out, plan.pipeline().output(), rowPlanes, budget, state, done -> slabDone(done, out.d()));
     run = backend.startSlabs(plan, planes, src, rows, times, device);
     LOG.info("{}: volume id={} {} -> {} in {} rows on {}, slabs of {} output planes ({} of host buffers), output rows of {}"
         + " planes", task, v.id(), v.shape(), out, v.rows().size(), backend.name(device), run.planes(),

@@ -5,6 +5,8 @@ import io.volpool.backend.PlaneSource;
 import io.volpool.backend.VolumeSink;
 import io.volpool.backend.Backend;
 import io.volpool.backend.SlabRun;
+import io.volpool.format.Dtype;
+import io.volpool.format.Narrow;
 import io.volpool.io.VolumeSource;
 import io.volpool.op.Pipeline;
 import io.volpool.op.SlabPlan;
@@ -42,18 +44,30 @@ final class SpilledVolume {
           + " output buffer holds (2 GiB); write it across rows with " + io.volpool.conf.VolpoolOptions.OUTPUT_LAYOUT.key()
           + "=rows (Parquet output), which streams it out row by row as its slabs finish");
     }
-    ByteBuffer outMap = out.region(gap + outShape.bytes());
+    Dtype dtype = pipeline.output();
+    long outBytes = pipeline.outputBytes(outShape);
+    ByteBuffer outMap;
     if (pipeline.stages().isEmpty()) {
+      // copied as float32, then narrowed in place
+      outMap = out.region(gap + outShape.bytes());
       long r0 = System.nanoTime();
       item.copyTo(new MappedSink(outMap, gap));
       times.add(io.volpool.backend.Phase.READ, System.nanoTime() - r0);
+      long n0 = System.nanoTime();
+      Narrow.inPlace(outMap, gap, outShape.numel(), dtype);
+      times.add(io.volpool.backend.Phase.KERNELS, System.nanoTime() - n0);
+      outMap = outMap.slice(0, (int) (gap + outBytes));
     } else {
+      outMap = out.region(gap + outBytes);
       SlabPlan plan = new SlabPlan(pipeline, inShape);
-      FloatBuffer dst = outMap.duplicate().position(gap).slice().order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer();
+      ByteBuffer dst = outMap.duplicate().order(ByteOrder.LITTLE_ENDIAN);
       int ohw = outShape.h() * outShape.w();
+      int size = dtype.itemSize();
       try (PlaneSource src = planes(item, times, in); SlabRun run = backend.startSlabs(plan, planes, src, (o0, o1, y) -> {
         for (int c = 0; c < outShape.c(); c++) {
-          dst.put((int) (c * outShape.plane() + (long) o0 * ohw), y, c * (o1 - o0) * ohw, (o1 - o0) * ohw);
+          // narrowed here when the output dtype is narrow (slab runs hand over float32 planes)
+          Narrow.put(y, c * (o1 - o0) * ohw, dst, (int) (gap + (c * outShape.plane() + (long) o0 * ohw) * size),
+              (o1 - o0) * ohw, dtype);
         }
         planesDone.accept(o1); // slabs come in order from plane 0
       }, times, device)) {
@@ -62,7 +76,7 @@ final class SpilledVolume {
         }
       }
     }
-    return new BatchRunner.Finished(List.of(item), outShape, outMap.clear(), new long[] {gap}, task);
+    return new BatchRunner.Finished(List.of(item), outShape, dtype, outMap.clear(), new long[] {gap}, task);
   }
 
   /**

@@ -47,7 +47,7 @@ final class StreamedVolume implements AutoCloseable {
     OutputRows rows = null;
     try {
       src = SpilledVolume.planes(item, times, scratch);
-      rows = new OutputRows(item, plan.output(), rowPlanes, budget, task, planesDone);
+      rows = new OutputRows(item, plan.output(), pipeline.output(), rowPlanes, budget, task, planesDone);
       // the identity pipeline copies planes into the rows; nothing to run on a backend
       SlabRun run = copy ? new CopySlabRun(src, rows, t, budget, times) : backend.startSlabs(plan, t, src, rows, times, device);
       return new StreamedVolume(src, rows, run);

@@ -68,7 +68,19 @@ public final class Npy {
 
   /** The header bytes (magic, version, length, dict, padding) for a {@code <f4} C-order array of this shape. */
   public static byte[] header(long[] shape) {
-    String dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shapeString(shape) + ", }";
+    return header(shape, Dtype.FLOAT32);
+  }
+
+  /**
+   * The header bytes for a little-endian C-order array of this shape and dtype ({@code <f2} for
+   * float16); bfloat16 has no numpy dtype and is refused.
+   */
+  public static byte[] header(long[] shape, Dtype dtype) {
+    String descr = dtype.descr(false);
+    if (descr == null) {
+      throw new IllegalArgumentException(dtype.numpyName() + " has no numpy dtype: a .npy file cannot hold it");
+    }
+    String dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shapeString(shape) + ", }";
     int prefix = 10;
     int total = prefix + dict.length() + 1;
     int padded = (total + ALIGN - 1) / ALIGN * ALIGN;

@@ -71,12 +71,12 @@ public final class RowTransform implements MapPartitionsFunction<Row, Row> {
             for (int k = 0; k < layout.passthrough().length; k++) {
               values[k] = in.get(layout.passthrough()[k]);
             }
-            byte[] data = new byte[(int) f.outShape().bytes()];
+            byte[] data = new byte[(int) f.volumeBytes()];
             ByteBuffer out = f.output().duplicate();
             out.position((int) f.offsets()[i]);
             out.get(data);
             values[values.length - 3] = seq;
-            values[values.length - 2] = "float32";
+            values[values.length - 2] = f.dtype().numpyName();
             values[values.length - 1] = data;
             ready.add(RowFactory.create(values));
           }

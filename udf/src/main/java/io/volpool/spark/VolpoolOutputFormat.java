@@ -158,7 +158,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
             npyVolumes = new NpyVolumeWriter(work, conf, state.times(), () -> PartitionRunner.LOCAL_DIRS.create("npy-out"));
           }
           for (int i = 0; i < f.items().size(); i++) {
-            npyVolumes.write(f.items().get(i), f.outShape(), f.output(), f.offsets()[i], f.planes()[i][0], f.planes()[i][1]);
+            npyVolumes.write(f.items().get(i), f.outShape(), f.dtype(), f.output(), f.offsets()[i], f.planes()[i][0], f.planes()[i][1]);
           }
           return;
         }
@@ -166,7 +166,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
           if (npy == null) {
             npy = new NpyBatchWriter(work, conf, state.times());
           }
-          npy.write(f.items(), f.outShape(), f.output(), f.offsets());
+          npy.write(f.items(), f.outShape(), f.dtype(), f.output(), f.offsets());
           return;
         }
         // consecutive volumes of one input folder go to that folder's file
@@ -187,7 +187,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
             parquet.put(folder, w);
           }
           List<VolumeSource> part = from == 0 && to == items.size() ? items : new ArrayList<>(items.subList(from, to));
-          w.write(part, f.outShape(), f.output(), Arrays.copyOfRange(f.offsets(), from, to),
+          w.write(part, f.outShape(), f.dtype(), f.output(), Arrays.copyOfRange(f.offsets(), from, to),
               f.planes() == null ? null : Arrays.copyOfRange(f.planes(), from, to));
           from = to;
         }

@@ -191,6 +191,7 @@ public final class JobSettings {
     final boolean all = checkAll();
     final long outputRowBytes = VolpoolOptions.OUTPUT_ROW_BYTES.get(values);
     final OutputLayout outputLayout = VolpoolOptions.OUTPUT_LAYOUT.get(values);
+    final io.volpool.conf.OutputDtype outputDtype = VolpoolOptions.OUTPUT_DTYPE.get(values);
     final boolean outputSharedFilesystem = VolpoolOptions.OUTPUT_SHARED_FS.get(values);
     final int resourceTimeoutSeconds = VolpoolOptions.RESOURCE_TIMEOUT.get(values);
     final String tensorColumn = VolpoolOptions.INPUT_TENSOR_COLUMN.raw(values);
@@ -201,6 +202,11 @@ public final class JobSettings {
       if (outputLayout == OutputLayout.ROWS && outputFormat == FileFormat.NPY) {
         throw new SettingsException(VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows needs Parquet output ("
             + VolpoolOptions.OUTPUT_FORMAT.key() + "=parquet): an .npy file holds one array");
+      }
+      if (outputDtype == io.volpool.conf.OutputDtype.BFLOAT16 && outputFormat == FileFormat.NPY && !forTransform) {
+        throw new SettingsException(VolpoolOptions.OUTPUT_DTYPE.key() + "=bfloat16 needs Parquet output ("
+            + VolpoolOptions.OUTPUT_FORMAT.key() + "=parquet): numpy has no bfloat16 dtype, so no .npy file can hold it; use"
+            + " float16 for .npy output");
       }
     }
 
@@ -278,6 +284,11 @@ public final class JobSettings {
   /** The Parquet codec name Spark takes ({@code none} becomes {@code uncompressed}). */
   public String outputCompression() {
     return p.outputCompression.equals("none") ? "uncompressed" : p.outputCompression;
+  }
+
+  /** The dtype the output values are stored in ({@link VolpoolOptions#OUTPUT_DTYPE}). */
+  public io.volpool.format.Dtype outputDtype() {
+    return io.volpool.format.Dtype.valueOf(p.outputDtype.name());
   }
 
   /** How Parquet output holds volumes (see {@link VolpoolOptions#OUTPUT_LAYOUT}). */

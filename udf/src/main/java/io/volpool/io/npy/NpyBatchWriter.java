@@ -1,5 +1,6 @@
 package io.volpool.io.npy;
 
+import io.volpool.format.Dtype;
 import io.volpool.io.ChannelOutputFile;
 import io.volpool.io.VolumeSource;
 
@@ -48,7 +49,9 @@ public final class NpyBatchWriter implements AutoCloseable {
     return volumes;
   }
 
-  public void write(List<VolumeSource> items, VolumeShape outShape, ByteBuffer out, long[] offsets) throws IOException {
+  /** Writes the batch's volumes of {@code outShape}, each {@code dtype}'s bytes at its offset in {@code out}. */
+  public void write(List<VolumeSource> items, VolumeShape outShape, Dtype dtype, ByteBuffer out, long[] offsets)
+      throws IOException {
     for (int i = 0; i < items.size(); i++) {
       VolumeSource.NpyPlace v = items.get(i).npyPlace();
       if (v == null) {
@@ -59,13 +62,13 @@ public final class NpyBatchWriter implements AutoCloseable {
           throw new IllegalStateException(current.ref().path() + ": output file closed after " + written + " of "
               + current.count() + " volumes");
         }
-        open(v.file(), outShape);
+        open(v.file(), outShape, dtype);
       }
       if (v.index() != written) {
         throw new IllegalStateException(items.get(i).record() + " arrived out of order (expected volume " + written + ")");
       }
       long t0 = System.nanoTime();
-      ByteBuffer b = out.slice((int) offsets[i], (int) outShape.bytes());
+      ByteBuffer b = out.slice((int) offsets[i], (int) (outShape.numel() * dtype.itemSize()));
       if (b.isDirect() && os instanceof WritableByteChannel ch) {
         // a pinned or mapped output to a local file: one system call, no copy through the heap
         ch.write(b);
@@ -94,7 +97,7 @@ public final class NpyBatchWriter implements AutoCloseable {
     return chunk;
   }
 
-  private void open(NpyVolumeInput.OpenFile f, VolumeShape outShape) throws IOException {
+  private void open(NpyVolumeInput.OpenFile f, VolumeShape outShape, Dtype dtype) throws IOException {
     long t0 = System.nanoTime();
     long[] leading = f.leading();
     long[] shape = new long[leading.length + 4];
@@ -106,7 +109,7 @@ public final class NpyBatchWriter implements AutoCloseable {
     // a relative path is never parsed on its own as a URI: a name may hold ':'
     Path target = new Path(root.toString() + "/" + f.ref().relative());
     os = ChannelOutputFile.of(target, conf).create(0);
-    os.write(Npy.header(shape));
+    os.write(Npy.header(shape, dtype));
     current = f;
     written = 0;
     times.add(Phase.WRITE, System.nanoTime() - t0);

@@ -1,5 +1,6 @@
 package io.volpool.io.npy;
 
+import io.volpool.format.Dtype;
 import io.volpool.io.BadRecordException;
 import io.volpool.io.ChannelOutputFile;
 import io.volpool.io.VolumeSource;
@@ -64,19 +65,19 @@ public final class NpyVolumeWriter implements AutoCloseable {
    * {@code [C, d1 - d0, H, W]} in {@code out} from byte {@code offset}. A volume's rows come in plane
    * order, from plane 0 to its last.
    */
-  public void write(VolumeSource item, VolumeShape outShape, ByteBuffer out, long offset, int d0, int d1)
+  public void write(VolumeSource item, VolumeShape outShape, Dtype dtype, ByteBuffer out, long offset, int d0, int d1)
       throws IOException {
     long t0 = System.nanoTime();
     if (d0 == 0) {
       if (ch != null) {
         throw new IllegalStateException("output of " + record + " ended at plane " + next + " of " + shape.d());
       }
-      open(item, outShape);
+      open(item, outShape, dtype);
     } else if (ch == null || d0 != next || !item.outputId().equals(id)) {
       throw new IllegalStateException("output planes [" + d0 + ", " + d1 + ") of " + item.record() + " arrived out of"
           + " order (expected plane " + next + (record == null ? " 0 of a new volume" : " of " + record) + ")");
     }
-    long planeBytes = (long) shape.h() * shape.w() * Float.BYTES;
+    long planeBytes = (long) shape.h() * shape.w() * dtype.itemSize();
     int n = d1 - d0;
     for (int c = 0; c < shape.c(); c++) {
       ByteBuffer part = out.slice((int) (offset + c * n * planeBytes), (int) (n * planeBytes));
@@ -103,12 +104,12 @@ public final class NpyVolumeWriter implements AutoCloseable {
     return id.endsWith(".npy") ? id : id + ".npy";
   }
 
-  private void open(VolumeSource item, VolumeShape outShape) throws IOException {
+  private void open(VolumeSource item, VolumeShape outShape, Dtype dtype) throws IOException {
     id = item.outputId();
     record = item.record();
     fileName(id, record);
     shape = outShape;
-    byte[] h = Npy.header(new long[] {outShape.c(), outShape.d(), outShape.h(), outShape.w()});
+    byte[] h = Npy.header(new long[] {outShape.c(), outShape.d(), outShape.h(), outShape.w()}, dtype);
     header = h.length;
     try {
       file = scratch.call();

@@ -1,5 +1,6 @@
 package io.volpool.io.parquet;
 
+import io.volpool.format.Dtype;
 import io.volpool.io.ChannelOutputFile;
 import io.volpool.io.OutputSpec;
 import io.volpool.io.VolumeSource;
@@ -124,7 +125,7 @@ public final class ParquetBatchWriter implements AutoCloseable {
    * @param out the batch output; volume {@code i} at {@code offsets[i]}, with {@link #GAP} writable bytes before it
    */
   public void write(List<VolumeSource> items, VolumeShape outShape, ByteBuffer out, long[] offsets) throws IOException {
-    write(items, outShape, out, offsets, null);
+    write(items, outShape, Dtype.FLOAT32, out, offsets, null);
   }
 
   /** One output row: planes {@code [d0, d1)} of item {@code item}; {@code contiguous} when they lie together at its offset. */
@@ -137,20 +138,20 @@ public final class ParquetBatchWriter implements AutoCloseable {
    * {@code d0}/{@code d1} and the volume holds more than {@link OutputSpec#rowBytes}, several rows of
    * whole planes (gathered channel by channel from the volume).
    */
-  public void write(List<VolumeSource> items, VolumeShape outShape, ByteBuffer out, long[] offsets, int[][] planes)
-      throws IOException {
+  public void write(List<VolumeSource> items, VolumeShape outShape, Dtype dtype, ByteBuffer out, long[] offsets,
+      int[][] planes) throws IOException {
     long t0 = System.nanoTime();
     boolean planeRows = small.containsField(TensorLayout.D0);
     if (planes != null && !planeRows) {
       throw new IllegalStateException("rows of a volume stored across rows, but the output schema has no d0/d1 columns");
     }
-    long planeBytes = (long) outShape.c() * outShape.h() * outShape.w() * Float.BYTES;
+    long planeBytes = (long) outShape.c() * outShape.h() * outShape.w() * dtype.itemSize();
     int od = outShape.d();
     List<OutRow> outRows = new ArrayList<>();
     for (int i = 0; i < items.size(); i++) {
       if (planes != null) {
         outRows.add(new OutRow(i, planes[i][0], planes[i][1], true));
-      } else if (planeRows && outShape.bytes() > spec.rowBytes()) {
+      } else if (planeRows && outShape.numel() * dtype.itemSize() > spec.rowBytes()) {
         int per = (int) Math.max(1, spec.rowBytes() / planeBytes);
         for (int d0 = 0; d0 < od; d0 += per) {
           outRows.add(new OutRow(i, d0, Math.min(od, d0 + per), false));
@@ -167,7 +168,7 @@ public final class ParquetBatchWriter implements AutoCloseable {
     ColumnWriteStore columns = props.newColumnWriteStore(small, pages);
     MessageColumnIO io = new ColumnIOFactory().getColumnIO(small);
     RecordConsumer rc = io.getRecordWriter(columns);
-    Binary dtype = Binary.fromString("float32");
+    Binary dtypeName = Binary.fromString(dtype.numpyName());
     int[] shape = outShape.toArray();
     int shapeField = small.getFieldIndex(TensorLayout.SHAPE);
     int dtypeField = small.getFieldIndex(TensorLayout.DTYPE);
@@ -188,7 +189,7 @@ public final class ParquetBatchWriter implements AutoCloseable {
       rc.endGroup();
       rc.endField(TensorLayout.SHAPE, shapeField);
       rc.startField(TensorLayout.DTYPE, dtypeField);
-      rc.addBinary(dtype);
+      rc.addBinary(dtypeName);
       rc.endField(TensorLayout.DTYPE, dtypeField);
       if (planeRows) {
         int[] pr = {r.d0(), r.d1()};
@@ -213,7 +214,7 @@ public final class ParquetBatchWriter implements AutoCloseable {
     file.startColumn(data, n, codec);
     Statistics<?> none = Statistics.noopStats(data.getPrimitiveType());
     ByteBuffer gather = null;
-    long hw4 = (long) outShape.h() * outShape.w() * Float.BYTES;
+    long hw4 = (long) outShape.h() * outShape.w() * dtype.itemSize();
     for (OutRow r : outRows) {
       int ob = (int) ((r.d1() - r.d0()) * planeBytes);
       ByteBuffer page;
