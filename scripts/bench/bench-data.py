@@ -20,20 +20,26 @@ ap.add_argument("--jobs", type=int, default=1)
 # finds a 4-byte copy every few bytes (the set compresses to ~0.9, and decoding is bound by its tags);
 # --incompressible scales instead of shifting, so every value stays random-looking (measured data with noise)
 ap.add_argument("--incompressible", action="store_true")
+# --dtype int16: CT-like stored values (int16 in [-1024, 3072), one of 64 volumes plus i % 7), dtype column int16
+ap.add_argument("--dtype", default="float32", choices=["float32", "int16"])
 a = ap.parse_args()
 os.makedirs(a.dir, exist_ok=True)
 shape = [3, 16, 32, 32]
 per = a.count // a.files
 base = np.random.default_rng(0).random((64, *shape), dtype=np.float32)
+base16 = np.random.default_rng(0).integers(-1024, 3072, (64, *shape), dtype=np.int16)
 
 
 def write(f):
     ids, datas = [], []
     for i in range(f * per, (f + 1) * per):
         # 64 random volumes, each shifted by its index: distinct values per volume, cheap to make
-        v = base[i % 64] * np.float32(1 + i * 2.0 ** -20) if a.incompressible else base[i % 64] + np.float32(i)
+        if a.dtype == "int16":
+            v = base16[i % 64] + np.int16(i % 7)
+        else:
+            v = base[i % 64] * np.float32(1 + i * 2.0 ** -20) if a.incompressible else base[i % 64] + np.float32(i)
         ids.append(f"vol-{i:07d}"); datas.append(v.tobytes())
-    t = pa.table({"id": ids, "shape": pa.array([shape] * per, pa.list_(pa.int32())), "dtype": ["float32"] * per,
+    t = pa.table({"id": ids, "shape": pa.array([shape] * per, pa.list_(pa.int32())), "dtype": [a.dtype] * per,
                   "data": pa.array(datas, pa.binary())})
     pq.write_table(t, f"{a.dir}/part-{f:04d}.parquet", compression=a.compression, row_group_size=a.row_group,
                    use_dictionary=not a.no_dictionary)

@@ -8,6 +8,8 @@
 #   STAGING_AB="BYTES ..." (default none): after the other runs, the uncompressed set twice over with the default
 #   input staging chunk (8 MiB) alternated with each of these (-Dvolpool.cuda.stagingChunkBytes); STANDARD=0 keeps
 #   only the first standard run (uncompressed, so that no compared run writes the machine's first pages).
+#   DTYPES=1 (default 0): after the other runs, issue 32's comparison, two rounds: the uncompressed float32 set, the
+#   same volumes' shape stored as int16 (bench-data.py --dtype int16), each with float32 and with float16 output.
 #   READ_REPEAT=N (default 0: none): one more run on the uncompressed files N times over (48: 3.1 million volumes,
 #   618 GB in) through fused,avgpool3d,avgpool3d,avgpool3d, whose output is 1/96 of its input: the read side alone.
 # Besides dd's reads, dd's writes into new /dev/shm files and its copies of the input files into new ones (the job
@@ -35,13 +37,13 @@ DEVICE=${DEVICE:-gpu}
 log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 
 run() {
-  local name=$1 in=$2 cp=$3 pipeline=${4:-fused,avgpool3d} jopts=${5:-}
+  local name=$1 in=$2 cp=$3 pipeline=${4:-fused,avgpool3d} jopts=${5:-} extra=${6:-}
   rm -rf /dev/shm/o-steady
   log "volpool $name ($in, $pipeline)"
   "$J" -Xmx8g $JAVA_OPENS $jopts -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$cp" io.volpool.job.VolpoolMain \
     --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" \
     --conf spark.volpool.output=/dev/shm/o-steady --conf spark.volpool.pipeline="$pipeline" --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 \
-    --conf spark.volpool.device="$DEVICE" --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors \
+    --conf spark.volpool.device="$DEVICE" --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors $extra \
     >>"$LOG" 2>&1
   local rc=$?
   if [ -f /dev/shm/o-steady/_volpool_summary.json ]; then
@@ -139,6 +141,21 @@ if [ -n "$STAGING_AB" ]; then
     for bytes in $STAGING_AB; do
       run "uncompressed-staging-$bytes-r$round" /dev/shm/long-none "$CP" fused,avgpool3d "-Dvolpool.cuda.stagingChunkBytes=$bytes"
     done
+  done
+fi
+# stored dtypes and output dtypes (issue 32): int16 in and float16 out against float32 both ways, same shape and count
+if [ "${DTYPES:-0}" = 1 ]; then
+  python3 scripts/bench/bench-data.py /dev/shm/base-i16 "$VOLS" 64 --compression none --no-dictionary --jobs 16 --dtype int16 >>"$LOG" 2>&1
+  mkdir -p /dev/shm/long-i16
+  for f in /dev/shm/base-i16/*.parquet; do
+    for r in $(seq 1 "$REPEAT"); do ln "$f" "/dev/shm/long-i16/$(basename "$f" .parquet)-r$r.parquet"; done
+  done
+  du -sh --apparent-size /dev/shm/base-i16 2>&1 | tee -a "$LOG"
+  for round in 1 2; do
+    run "f32-in-f32-out-r$round" /dev/shm/long-none "$CP"
+    run "i16-in-f32-out-r$round" /dev/shm/long-i16 "$CP"
+    run "i16-in-f16-out-r$round" /dev/shm/long-i16 "$CP" fused,avgpool3d "" "--conf spark.volpool.output.dtype=float16"
+    run "f32-in-f16-out-r$round" /dev/shm/long-none "$CP" fused,avgpool3d "" "--conf spark.volpool.output.dtype=float16"
   done
 fi
 # the read side alone, for 30 s and more: the uncompressed files READ_REPEAT times (hard links), through two more
