@@ -101,7 +101,7 @@ class DtypeJobTest {
     }
   }
 
-  static final Path RESCALE = Path.of("..", "udf", "src", "test", "resources", "dtypes");
+  static final Path RESCALE = Golden.dtypesDir();
 
   /** A rescale case's stored volumes as rows of the binary layout, with each row's slope (double) and intercept (float). */
   static Path rescaleTable(Golden.Case c, Path tmp, boolean nullSlopeInRow1) throws Exception {

@@ -19,7 +19,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
@@ -148,7 +147,7 @@ class NarrowOutputTest {
   @ValueSource(strings = {"float16", "bfloat16"})
   void gpuKernelsRoundEveryReferenceValueAsPytorch(String name) throws Exception {
     CudaBackend b = Gpu.backend();
-    Path dir = Paths.get("src", "test", "resources", "dtypes");
+    Path dir = Golden.dtypesDir();
     ByteBuffer in = data(dir.resolve("f32_narrow_in.npy"));
     ByteBuffer want = data(dir.resolve("f32_to_" + name + ".npy"));
     float[] x = new float[in.remaining() / 4];

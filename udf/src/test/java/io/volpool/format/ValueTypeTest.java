@@ -7,7 +7,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -18,7 +17,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * ({@code scripts/golden/make-dtype-golden.py} wrote the references), in both byte orders.
  */
 class ValueTypeTest {
-  static final Path DIR = Paths.get("src", "test", "resources", "dtypes");
+  static final Path DIR = io.volpool.testing.Golden.dtypesDir();
 
   static ByteBuffer npyData(Path p) throws IOException {
     byte[] b = Files.readAllBytes(p);

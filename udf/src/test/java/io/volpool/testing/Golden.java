@@ -61,6 +61,14 @@ public final class Golden {
         + Paths.get("").toAbsolutePath() + "); set -Dvolpool.golden.project=DIR");
   }
 
+  /**
+   * The dtype references ({@code udf/src/test/resources/dtypes}, beside the project's golden cases):
+   * found from either module's folder and from the repository root, where the GPU machine runs the tests.
+   */
+  public static Path dtypesDir() {
+    return projectRoot().toAbsolutePath().getParent().resolve("dtypes").normalize();
+  }
+
   /** One case: its parameters, input, expected output and (fused cases) model file. */
   public record Case(String name, Path dir, JsonNode json) {
     public String op() {
