@@ -124,6 +124,13 @@ class KernelPlanTest {
         seen.add(st.kernel());
       }
     }
+    // the output dtype's kernels: launched by KernelRunner.narrow with (src, dst, count)
+    for (io.volpool.format.Dtype t : new io.volpool.format.Dtype[] {io.volpool.format.Dtype.FLOAT16,
+        io.volpool.format.Dtype.BFLOAT16}) {
+      String k = KernelPlan.of(Pipeline.of(REF_POOL).withOutput(t), REF).narrowKernel();
+      assertThat(declared.get(k)).as(k + "'s parameters in volpool.cu").isEqualTo(3);
+      seen.add(k);
+    }
     assertThat(seen).containsExactlyInAnyOrderElementsOf(declared.keySet());
   }
 }
