@@ -569,3 +569,51 @@ extern "C" __global__ void narrow_bf16(const float* __restrict__ x, unsigned sho
     y[i] = f != f ? (unsigned short)0xffffu : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The input dtype: a batch of 8- or 16-bit volumes arrives at its stored width (half or a quarter of
+// the bytes over the host's memory and the bus) and is widened here into the float32 input buffer,
+// bit for bit as io.volpool.format.ValueType does on the host (PyTorch's .to(torch.float32)), then
+// rescaled as value * slope + intercept in two roundings (volume v's pair in rescale[v]; the pair
+// (1, +0) leaves values untouched, so -0.0 stays -0.0). type: 0 uint8, 1 int8, 2 uint16, 3 int16,
+// 4 float16, 5 bfloat16; swap: 16-bit elements stored big-endian. grid (blocks, volumes).
+__device__ __forceinline__ float f16_to_f32(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    const float v = (float)mant * 0x1p-24f;  // zero or subnormal, exact
+    return sign ? -v : v;
+  }
+  if (exp == 0x1f) {  // infinities; NaN quiet with its payload
+    return __uint_as_float(sign | 0x7f800000u | (mant == 0 ? 0u : 0x400000u | (mant << 13)));
+  }
+  return __uint_as_float(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+extern "C" __global__ void widen(const unsigned char* __restrict__ x, float* __restrict__ y, i64 numel, int type,
+    int swap, const float2* __restrict__ rescale) {
+  const i64 v = blockIdx.y;
+  const float2 r = rescale[v];
+  const bool id = __float_as_uint(r.x) == 0x3f800000u && __float_as_uint(r.y) == 0u;
+  const int size = type < 2 ? 1 : 2;
+  const unsigned char* xv = x + v * numel * size;
+  float* yv = y + v * numel;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < numel; i += (i64)gridDim.x * blockDim.x) {
+    uint32_t u;
+    if (size == 1) {
+      u = xv[i];
+    } else {
+      u = reinterpret_cast<const unsigned short*>(xv)[i];
+      if (swap) u = ((u & 0xffu) << 8) | (u >> 8);
+    }
+    float f;
+    switch (type) {
+      case 0: f = (float)u; break;
+      case 1: f = (float)(int)(signed char)u; break;
+      case 2: f = (float)u; break;
+      case 3: f = (float)(int)(short)u; break;
+      case 4: f = f16_to_f32(u); break;
+      default: f = __uint_as_float(u << 16); break;
+    }
+    yv[i] = id ? f : __fadd_rn(__fmul_rn(f, r.x), r.y);
+  }
+}

@@ -7,6 +7,7 @@ import io.volpool.io.RowRules;
 import io.volpool.io.parquet.TensorLayout;
 import io.volpool.job.io.SmallColumns;
 import io.volpool.memory.MemoryBudget;
+import io.volpool.format.ValueType;
 import io.volpool.op.VolumeShape;
 import io.volpool.spark.RunSpec;
 import io.volpool.spark.TaskPlan;
@@ -37,14 +38,18 @@ final class BatchWarmUp {
   static Thread start(RunSpec spec, TensorLayout layout, TaskPlan first, int batches, Configuration conf) {
     Thread t = new Thread(() -> {
       try {
-        VolumeShape shape = layout.isBinary() ? firstShape(first, conf) : layout.fixedShape();
-        if (shape == null) {
+        Group row = layout.isBinary() ? firstRow(first, conf) : null;
+        if (layout.isBinary() && row == null) {
           return;
         }
+        VolumeShape shape = row != null ? RowRules.shape("row 0", ParquetVolumeInput.RowValues.longList(row,
+            TensorLayout.SHAPE)) : layout.fixedShape();
+        ValueType stored = row != null ? RowRules.dtype("row 0", ParquetVolumeInput.RowValues.string(row,
+            TensorLayout.DTYPE)) : ValueType.FLOAT32;
         ExecutorRuntime runtime = ExecutorRuntime.of(spec.settings());
         MemoryBudget budget = runtime.budget();
         Backend b = runtime.backend();
-        LOG.info("volpool warm-up: {}", b.makeBatchesAhead(spec.pipeline(), shape, spec.batchSize(),
+        LOG.info("volpool warm-up: {}", b.makeBatchesAhead(spec.pipeline(), shape, stored, spec.batchSize(),
             ParquetVolumeInput.volumesAtMost(first.splits()), b.deviceFor(null), spec.engine().outputGap(), budget,
             batches));
       } catch (IOException | RuntimeException | LinkageError e) {
@@ -56,14 +61,12 @@ final class BatchWarmUp {
     return t;
   }
 
-  /** The shape of the first row of the first task's first file, or null when it has no rows. */
-  private static VolumeShape firstShape(TaskPlan first, Configuration conf) throws IOException {
+  /** The shape and dtype of the first row of the first task's first file, or null when it has no rows. */
+  private static Group firstRow(TaskPlan first, Configuration conf) throws IOException {
     if (first.splits().isEmpty()) {
       return null;
     }
     Path file = new Path(first.splits().get(0).path());
-    Group g = SmallColumns.firstRow(file, List.of(TensorLayout.SHAPE), conf);
-    return g == null ? null
-        : RowRules.shape(file + " row 0", ParquetVolumeInput.RowValues.longList(g, TensorLayout.SHAPE));
+    return SmallColumns.firstRow(file, List.of(TensorLayout.SHAPE, TensorLayout.DTYPE), conf);
   }
 }

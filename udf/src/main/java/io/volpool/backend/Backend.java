@@ -42,7 +42,16 @@ public interface Backend extends AutoCloseable {
    *
    * @throws IllegalArgumentException when the pipeline cannot take this shape, or the batch cannot fit
    */
-  BatchExecutor open(Pipeline pipeline, VolumeShape input, int maxBatch, int device, int outputGap);
+  default BatchExecutor open(Pipeline pipeline, VolumeShape input, int maxBatch, int device, int outputGap) {
+    return open(pipeline, input, io.volpool.format.ValueType.FLOAT32, maxBatch, device, outputGap);
+  }
+
+  /**
+   * As above, for volumes stored as {@code stored}: the backend decides whether its batches take the
+   * stored values and widen them ({@link BatchExecutor#stored()}) or take float32 from the readers.
+   */
+  BatchExecutor open(Pipeline pipeline, VolumeShape input, io.volpool.format.ValueType stored, int maxBatch, int device,
+      int outputGap);
 
   /** Host bytes from the memory budget that a {@link SlabRun} of {@code planes} output planes holds. */
   long slabBytes(SlabPlan plan, int planes);
@@ -72,7 +81,7 @@ public interface Backend extends AutoCloseable {
   }
 
   /**
-   * Makes up to {@code batches} batches for volumes of {@code input} through {@code pipeline} on
+   * Makes up to {@code batches} batches for volumes of {@code input} stored as {@code stored} through {@code pipeline} on
    * {@code device}, as {@link #plan} would for a task of {@code volumesAtMost} volumes, and gives
    * them back to the backend's pools at once: the first tasks then take them instead of allocating
    * their own all at the same time (on the H200, sixteen first tasks spent 0.2 s in contended
@@ -81,8 +90,8 @@ public interface Backend extends AutoCloseable {
    *
    * @return what was made, for the log
    */
-  default String makeBatchesAhead(Pipeline pipeline, VolumeShape input, int batchSize, long volumesAtMost, int device,
-      int outputGap, io.volpool.memory.MemoryBudget budget, int batches) {
+  default String makeBatchesAhead(Pipeline pipeline, VolumeShape input, io.volpool.format.ValueType stored, int batchSize,
+      long volumesAtMost, int device, int outputGap, io.volpool.memory.MemoryBudget budget, int batches) {
     return "no batches made ahead on " + name(device);
   }
 

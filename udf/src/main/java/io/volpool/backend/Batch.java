@@ -1,5 +1,6 @@
 package io.volpool.backend;
 
+import io.volpool.format.Rescale;
 import java.nio.ByteBuffer;
 
 /**
@@ -9,8 +10,20 @@ import java.nio.ByteBuffer;
  * them back (after waiting for any work still running). Driven by one task thread.
  */
 public interface Batch extends AutoCloseable {
-  /** The input, positioned after what was written so far. */
+  /**
+   * The input, positioned after what was written so far: little-endian float32, or the values as
+   * stored when the executor widens them itself ({@link BatchExecutor#stored()}).
+   */
   VolumeSink input();
+
+  /**
+   * Sets how volume {@code i} (the next one to be written) is rescaled as the executor widens it: for
+   * executors that take stored values ({@link BatchExecutor#stored()} other than float32), called
+   * before each volume's bytes. Others take values widened and rescaled already and refuse it.
+   */
+  default void rescale(int i, Rescale r) {
+    throw new UnsupportedOperationException("this batch takes float32 values, widened and rescaled by the reader");
+  }
 
   /**
    * Waits for the work and returns the output of the {@code n} submitted volumes: volume {@code i}

@@ -8,6 +8,15 @@ package io.volpool.backend;
  * caller; driven by one task thread.
  */
 public interface BatchExecutor extends AutoCloseable {
+  /**
+   * The value type its batches take in: little-endian float32 (readers widen and rescale), or the
+   * volumes' stored type, which the executor widens itself (on the GPU, after the copy, so the host
+   * and the bus move the stored bytes only; see {@link Batch#rescale}).
+   */
+  default io.volpool.format.ValueType stored() {
+    return io.volpool.format.ValueType.FLOAT32;
+  }
+
   /** The most volumes one batch takes. */
   int maxBatch();
 

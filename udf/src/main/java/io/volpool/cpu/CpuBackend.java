@@ -12,7 +12,10 @@ import io.volpool.backend.SlabInput;
 import io.volpool.backend.SlabRun;
 import io.volpool.backend.VolumePlan;
 import io.volpool.backend.VolumeSink;
+import io.volpool.backend.WideningSink;
 import io.volpool.format.Narrow;
+import io.volpool.format.Rescale;
+import io.volpool.format.ValueType;
 import io.volpool.memory.BufferPool;
 import io.volpool.memory.MemoryBudget;
 import io.volpool.op.Parallel;
@@ -120,8 +123,9 @@ public final class CpuBackend implements Backend {
   }
 
   @Override
-  public BatchExecutor open(Pipeline pipeline, VolumeShape input, int maxBatch, int device, int outputGap) {
-    return new Executor(pipeline, input, maxBatch, outputGap);
+  public BatchExecutor open(Pipeline pipeline, VolumeShape input, ValueType stored, int maxBatch, int device,
+      int outputGap) {
+    return new Executor(pipeline, input, stored, maxBatch, outputGap);
   }
 
   @Override
@@ -348,9 +352,12 @@ public final class CpuBackend implements Backend {
     private final int gap;
     private final Layout layout;
     private final String what;
+    /** The stored type batches take: widened (and rescaled) as each volume loads into the batch. */
+    private final ValueType stored;
 
-    Executor(Pipeline pipeline, VolumeShape input, int maxBatch, int gap) {
+    Executor(Pipeline pipeline, VolumeShape input, ValueType stored, int maxBatch, int gap) {
       this.pipeline = pipeline;
+      this.stored = stored;
       this.shapes = pipeline.shapes(input);
       this.gap = gap;
       long largest = shapes.stream().mapToLong(VolumeShape::numel).max().orElseThrow();
@@ -365,6 +372,11 @@ public final class CpuBackend implements Backend {
       this.layout = new Layout(pipeline.stages().isEmpty() ? List.of()
           : shapes.stream().map(s -> this.maxBatch * s.numel()).toList(), this.maxBatch * (gap + o.bytes()));
       this.what = "a CPU batch of " + this.maxBatch + " volumes " + input + " through " + pipeline.describe();
+    }
+
+    @Override
+    public ValueType stored() {
+      return stored;
     }
 
     @Override
@@ -430,6 +442,9 @@ public final class CpuBackend implements Backend {
       final Buffers buffers;
       final VolumeSink sink;
       final PhaseTimes times = new PhaseTimes();
+      /** The next volume's input: the stored values widened and rescaled into {@link #sink} as they load. */
+      VolumeSink volume;
+      int rescaled;
       int n = -1;
       boolean closed;
 
@@ -437,11 +452,25 @@ public final class CpuBackend implements Backend {
         this.buffers = buffers;
         this.sink = pipeline.stages().isEmpty() ? new StridedSink(buffers.out(), gap, shapes.get(0).bytes())
             : new FloatSink(buffers.arrays()[0]);
+        this.volume = sink;
       }
 
       @Override
       public VolumeSink input() {
-        return sink;
+        if (!stored.isFloat32() && volume == sink) {
+          throw new IllegalStateException("stored " + stored + " values written before the volume's rescale() was set");
+        }
+        return volume;
+      }
+
+      @Override
+      public void rescale(int i, Rescale r) {
+        if (stored.isFloat32() || i != rescaled || sink.position() != i * shapes.get(0).bytes()) {
+          throw new IllegalStateException("rescale(" + i + ") on a batch of " + stored + " holding "
+              + sink.position() + " bytes");
+        }
+        rescaled++;
+        volume = WideningSink.of(sink, stored, r);
       }
 
       @Override

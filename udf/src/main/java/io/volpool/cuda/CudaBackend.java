@@ -14,6 +14,7 @@ import io.volpool.backend.PlaneSink;
 import io.volpool.backend.PlaneSource;
 import io.volpool.backend.SlabRun;
 import io.volpool.backend.VolumePlan;
+import io.volpool.format.ValueType;
 import io.volpool.memory.Arena;
 import io.volpool.memory.BufferPool;
 import io.volpool.memory.MemoryBudget;
@@ -250,6 +251,9 @@ public final class CudaBackend implements Backend {
   }
 
 
+  /** Off switch for device widening ({@code -Dvolpool.cuda.widenOnDevice=false}): readers widen, as before. */
+  static final boolean WIDEN_ON_DEVICE = !"false".equals(System.getProperty("volpool.cuda.widenOnDevice"));
+
   /** Largest output, gap included, one batch of whole volumes holds (a ByteBuffer's reach, less staging). */
   static final long MAX_BATCH_OUTPUT = Integer.MAX_VALUE - (64L << 20);
 
@@ -304,7 +308,8 @@ public final class CudaBackend implements Backend {
   }
 
   @Override
-  public BatchExecutor open(Pipeline pipeline, VolumeShape input, int maxBatch, int device, int outputGap) {
+  public BatchExecutor open(Pipeline pipeline, VolumeShape input, ValueType stored, int maxBatch, int device,
+      int outputGap) {
     KernelPlan plan = KernelPlan.of(pipeline, input);
     CudaDevice d = device(device);
     long perVolume = deviceBytesPerVolume(plan);
@@ -322,19 +327,33 @@ public final class CudaBackend implements Backend {
           + " of its free memory); plan() runs such volumes in slabs");
     }
     LOG.debug("CUDA plan for {} on {}: {}", pipeline.describe(), input, plan.describe());
-    return new CudaExecutor(d, plan, maxBatch, outputGap, pinned, poison);
+    return new CudaExecutor(d, plan, onDevice(plan, stored, maxBatch, perVolume, d), maxBatch, outputGap, pinned, poison);
+  }
+
+  /**
+   * The one place that decides where a batch's values are widened: 8- and 16-bit values go to the
+   * device at their stored width and are widened there (half or a quarter of the bytes over the
+   * host's memory and the bus), when their buffer still fits the batch's share of the device; other
+   * types (int32, float64, big-endian float32) are widened by the readers, as they gain nothing.
+   */
+  static ValueType onDevice(KernelPlan plan, ValueType stored, int maxBatch, long perVolume, CudaDevice d) {
+    if (stored.isFloat32() || stored.itemSize() > 2 || !WIDEN_ON_DEVICE) {
+      return ValueType.FLOAT32;
+    }
+    long more = CudaExecutor.wideningBytesPerVolume(plan, stored);
+    return maxBatch * (perVolume + more) <= d.memory.maxRequest() ? stored : ValueType.FLOAT32;
   }
 
   @Override
-  public String makeBatchesAhead(Pipeline pipeline, VolumeShape input, int batchSize, long volumesAtMost, int device,
-      int outputGap, MemoryBudget budget, int batches) {
+  public String makeBatchesAhead(Pipeline pipeline, VolumeShape input, ValueType stored, int batchSize,
+      long volumesAtMost, int device, int outputGap, MemoryBudget budget, int batches) {
     long t0 = System.nanoTime();
     VolumePlan vp = plan(pipeline, input, batchSize, volumesAtMost, device, outputGap, budget);
     if (vp.slabbed()) {
       return "volumes " + input + " run in slabs: no batches made ahead";
     }
     List<io.volpool.backend.Batch> made = new ArrayList<>();
-    try (BatchExecutor e = open(pipeline, input, vp.batch(), device, outputGap)) {
+    try (BatchExecutor e = open(pipeline, input, stored, vp.batch(), device, outputGap)) {
       try {
         while (made.size() < batches) {
           io.volpool.backend.Batch b = e.newBatch(false);

@@ -12,6 +12,8 @@ import io.volpool.backend.BatchExecutor;
 import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.VolumeSink;
+import io.volpool.format.Rescale;
+import io.volpool.format.ValueType;
 import io.volpool.memory.BufferPool;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -46,8 +48,17 @@ final class CudaExecutor implements BatchExecutor {
   private final CudaBackend.PinnedKey hostKey;
   private final DeviceSlot.Key slotKey;
   private final String what;
+  /** The values batches take in: float32, or 8- or 16-bit values the device widens ({@link KernelRunner#widen}). */
+  private final ValueType stored;
+  private final boolean widens;
+  /** Where the volumes' rescale pairs lie in the pinned block (when it widens). */
+  private final long paramsAt;
+  /** Device buffers after the plan's: the narrowed output, the stored input, the rescale pairs. */
+  private final int narrowBuf;
+  private final int storedBuf;
+  private final int paramsBuf;
 
-  CudaExecutor(CudaDevice device, KernelPlan plan, int maxBatch, int gap,
+  CudaExecutor(CudaDevice device, KernelPlan plan, ValueType stored, int maxBatch, int gap,
       BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned, boolean poison) {
     this.device = device;
     this.plan = plan;
@@ -55,28 +66,55 @@ final class CudaExecutor implements BatchExecutor {
     this.gap = gap;
     this.pinned = pinned;
     this.poison = poison;
-    this.inBytes = plan.shapes().get(0).bytes();
+    this.stored = stored;
+    this.widens = !stored.isFloat32();
+    if (widens && stored.itemSize() > 2) {
+      throw new IllegalArgumentException("the GPU widens 8- and 16-bit values, not " + stored);
+    }
+    this.inBytes = plan.shapes().get(0).numel() * stored.itemSize();
     // the float32 output's room per volume (offsets keep it); the copy back moves plan.outputBytes() of it
     this.outBytes = plan.shapes().get(plan.outputBuffer()).bytes();
     this.copyBytes = plan.outputBytes();
     this.chunk = align(Math.min(STAGING_CHUNK, maxBatch * inBytes));
     this.outAt = 2 * chunk;
-    this.hostKey = new CudaBackend.PinnedKey(device.ordinal, pinnedBytes(plan, maxBatch, gap));
+    this.paramsAt = align(outAt + maxBatch * (gap + outBytes));
+    this.hostKey = new CudaBackend.PinnedKey(device.ordinal, pinnedBytes(plan, stored, maxBatch, gap));
     java.util.List<Long> sizes = new java.util.ArrayList<>();
     for (int i = 0; i < plan.shapes().size(); i++) {
       sizes.add(plan.used(i) ? maxBatch * plan.shapes().get(i).bytes() : 0L);
     }
-    // the narrowed output, after the plan's buffers
+    this.narrowBuf = sizes.size();
+    this.storedBuf = narrowBuf + 1;
+    this.paramsBuf = narrowBuf + 2;
     sizes.add(maxBatch * plan.narrowBufferBytes());
+    sizes.add(widens ? (maxBatch * inBytes + 3) & ~3L : 0L);
+    sizes.add(widens ? maxBatch * 8L : 0L);
     this.slotKey = new DeviceSlot.Key(java.util.List.copyOf(sizes));
-    this.what = "a GPU batch of " + maxBatch + " volumes " + plan.shapes().get(0) + " through " + plan.describe();
+    this.what = "a GPU batch of " + maxBatch + " volumes " + plan.shapes().get(0) + (widens ? " of " + stored : "")
+        + " through " + plan.describe();
   }
 
-  /** Pinned bytes one batch of {@code n} volumes holds: two input staging chunks, then the output with its gaps. */
+  /** Device bytes per volume beyond the plan's buffers when the device widens values of {@code stored}. */
+  static long wideningBytesPerVolume(KernelPlan plan, ValueType stored) {
+    return stored.isFloat32() ? 0 : plan.shapes().get(0).numel() * stored.itemSize() + 8;
+  }
+
+  /** Pinned bytes one batch of {@code n} float32 volumes holds: two input staging chunks, then the output with its gaps. */
   static long pinnedBytes(KernelPlan plan, int n, int gap) {
-    long in = plan.shapes().get(0).bytes();
+    return pinnedBytes(plan, ValueType.FLOAT32, n, gap);
+  }
+
+  /** As above, for volumes staged as {@code stored} values (then the rescale pairs follow the output). */
+  static long pinnedBytes(KernelPlan plan, ValueType stored, int n, int gap) {
+    long in = plan.shapes().get(0).numel() * stored.itemSize();
     long out = plan.shapes().get(plan.outputBuffer()).bytes();
-    return 2 * align(Math.min(STAGING_CHUNK, n * in)) + n * (gap + out);
+    long b = 2 * align(Math.min(STAGING_CHUNK, n * in)) + n * (gap + out);
+    return stored.isFloat32() ? b : align(b) + n * 8L;
+  }
+
+  @Override
+  public ValueType stored() {
+    return stored;
   }
 
   private static long align(long b) {
@@ -129,9 +167,9 @@ final class CudaExecutor implements BatchExecutor {
     if (n < 1 || n > maxBatch) {
       throw new IllegalArgumentException("batch of " + n + " volumes; this executor takes 1.." + maxBatch);
     }
-    if (b.sink.pos != n * inBytes) {
-      throw new IllegalStateException("batch input holds " + b.sink.pos + " bytes, expected " + n + " volumes of "
-          + plan.shapes().get(0) + " = " + n * inBytes);
+    if (b.sink.pos != n * inBytes || (widens && b.rescaled != n)) {
+      throw new IllegalStateException("batch input holds " + b.sink.pos + " bytes (" + b.rescaled + " rescales set),"
+          + " expected " + n + " volumes of " + plan.shapes().get(0) + " " + stored + " = " + n * inBytes);
     }
     device.makeCurrent();
     DeviceSlot s = b.slot;
@@ -139,9 +177,14 @@ final class CudaExecutor implements BatchExecutor {
     if (!b.sink.started) {
       Cuda.check(cuEventRecord(s.events[0], s.stream), "cuEventRecord");
     }
+    if (widens) {
+      Cuda.check(cuMemcpyHtoDAsync(s.buffers[paramsBuf], b.host.pointer().withByteOffset(paramsAt), n * 8L, s.stream),
+          "cuMemcpyHtoDAsync(rescale of " + n + " volumes)");
+    }
     Cuda.check(cuEventRecord(s.events[1], s.stream), "cuEventRecord");
     if (poison) {
-      for (int i = 1; i < s.buffers.length; i++) {
+      // every buffer a kernel writes (the input too, when the device widens into it) starts as NaN
+      for (int i = widens ? 0 : 1; i <= narrowBuf; i++) {
         if (s.buffers[i] != null) {
           long words = i < plan.shapes().size() ? n * plan.shapes().get(i).numel() : n * plan.narrowBufferBytes() / 4;
           Cuda.check(cuMemsetD32Async(s.buffers[i], NAN_BITS, words, s.stream), "cuMemsetD32Async(poison buffer " + i + ")");
@@ -149,12 +192,16 @@ final class CudaExecutor implements BatchExecutor {
       }
     }
     KernelRunner runner = s.runner(plan);
+    if (widens) {
+      runner.widen(s.stream, s.buffers[storedBuf], s.buffers[0], s.buffers[paramsBuf], n, plan.shapes().get(0).numel(),
+          stored);
+    }
     runner.launch(s.stream, s.buffers, n);
     CUdeviceptr src = s.buffers[plan.outputBuffer()];
     long srcPitch = outBytes;
     if (plan.narrowKernel() != null) {
       // narrowed on the device: the copy back moves the narrow bytes only
-      CUdeviceptr narrow = s.buffers[s.buffers.length - 1];
+      CUdeviceptr narrow = s.buffers[narrowBuf];
       runner.narrow(s.stream, src, narrow, n * plan.shapes().get(plan.outputBuffer()).numel());
       src = narrow;
       srcPitch = copyBytes;
@@ -179,6 +226,7 @@ final class CudaExecutor implements BatchExecutor {
     final CudaBackend.PinnedBlock host;
     final StagingSink sink;
     final PhaseTimes times = new PhaseTimes();
+    int rescaled;
     int n = -1;
     boolean done;
     boolean closed;
@@ -192,6 +240,17 @@ final class CudaExecutor implements BatchExecutor {
     @Override
     public VolumeSink input() {
       return sink;
+    }
+
+    @Override
+    public void rescale(int i, Rescale r) {
+      if (!widens || i != rescaled || i >= maxBatch || sink.pos != i * inBytes) {
+        throw new IllegalStateException("rescale(" + i + ") on a GPU batch of " + stored + " holding " + sink.pos
+            + " bytes");
+      }
+      ByteBuffer p = host.buffer().duplicate().order(ByteOrder.LITTLE_ENDIAN);
+      p.putFloat((int) (paramsAt + i * 8L), r.slope()).putFloat((int) (paramsAt + i * 8L + 4), r.intercept());
+      rescaled++;
     }
 
     @Override
@@ -294,7 +353,7 @@ final class CudaExecutor implements BatchExecutor {
         started = true;
       }
       long devAt = pos - fill;
-      Cuda.check(cuMemcpyHtoDAsync(s.buffers[0].withByteOffset(devAt), b.host.pointer().withByteOffset(cur * chunk), fill,
+      Cuda.check(cuMemcpyHtoDAsync(s.buffers[widens ? storedBuf : 0].withByteOffset(devAt), b.host.pointer().withByteOffset(cur * chunk), fill,
           s.stream), "cuMemcpyHtoDAsync(" + mib(fill) + " staged input)");
       Cuda.check(cuEventRecord(s.chunkDone[cur], s.stream), "cuEventRecord");
       busy[cur] = true;

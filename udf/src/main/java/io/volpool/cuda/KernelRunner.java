@@ -101,6 +101,43 @@ public final class KernelRunner implements AutoCloseable {
         "cuLaunchKernel(" + k + ", " + count + " values)");
   }
 
+  /**
+   * Widens {@code n} volumes of {@code numel} values stored as {@code type} (8 or 16 bits) from
+   * {@code src} into float32 {@code dst}, rescaling volume {@code v} by the pair of floats
+   * {@code (slope, intercept)} at {@code rescale[v]} (the same arithmetic as {@link
+   * io.volpool.format.ValueType#widen}).
+   */
+  public void widen(CUstream stream, CUdeviceptr src, CUdeviceptr dst, CUdeviceptr rescale, int n, long numel,
+      io.volpool.format.ValueType type) {
+    int threads = 256;
+    Pointer params = Pointer.to(Pointer.to(src), Pointer.to(dst), Pointer.to(new long[] {numel}),
+        Pointer.to(new int[] {widenCode(type.dtype())}), Pointer.to(new int[] {type.bigEndian() ? 1 : 0}),
+        Pointer.to(rescale));
+    int bx = Math.max(1, blocks(numel, threads) / Math.max(1, Math.min(n, 64)));
+    Cuda.check(cuLaunchKernel(device.function("widen"), bx, n, 1, threads, 1, 1, 0, stream, params, null),
+        "cuLaunchKernel(widen, " + n + " volumes of " + numel + " " + type + ")");
+  }
+
+  /** The widen kernel's type code: 0 uint8, 1 int8, 2 uint16, 3 int16, 4 float16, 5 bfloat16. */
+  static int widenCode(io.volpool.format.Dtype d) {
+    switch (d) {
+      case UINT8:
+        return 0;
+      case INT8:
+        return 1;
+      case UINT16:
+        return 2;
+      case INT16:
+        return 3;
+      case FLOAT16:
+        return 4;
+      case BFLOAT16:
+        return 5;
+      default:
+        throw new IllegalArgumentException("the GPU widens 8- and 16-bit values, not " + d);
+    }
+  }
+
   /** Launches every step for {@code n} whole volumes; {@code bufs[i]} holds buffer i of the plan. */
   public void launch(CUstream stream, CUdeviceptr[] bufs, int n) {
     launch(stream, bufs, n, plan.wholeSlabs());

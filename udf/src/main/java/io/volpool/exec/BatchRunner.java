@@ -7,6 +7,7 @@ import io.volpool.backend.Phase;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.VolumePlan;
 import io.volpool.format.Dtype;
+import io.volpool.format.ValueType;
 import io.volpool.io.BadRecordException;
 import io.volpool.io.PageGate;
 import io.volpool.io.VolumeInput;
@@ -86,6 +87,7 @@ public final class BatchRunner implements TaskRun {
   private boolean ended;
   private BatchExecutor exec;
   private VolumeShape execShape;
+  private ValueType execType;
   private VolumeShape outShape;
   private Batch filling;
   private List<VolumeSource> fillingItems;
@@ -256,7 +258,8 @@ public final class BatchRunner implements TaskRun {
         return;
       }
       VolumeShape s = item.shape();
-      if (exec != null && !s.equals(execShape)) {
+      ValueType t = item.valueType();
+      if (exec != null && (!s.equals(execShape) || !t.equals(execType))) {
         if (filling != null && !fillingItems.isEmpty() && !submitFilling()) {
           return;
         }
@@ -287,7 +290,7 @@ public final class BatchRunner implements TaskRun {
         return;
       }
       if (exec == null) {
-        openExecutor(s, vp);
+        openExecutor(s, t, vp);
       }
       if (filling == null) {
         if (inflight.size() >= MAX_HELD) {
@@ -310,8 +313,15 @@ public final class BatchRunner implements TaskRun {
         }
         fillingItems = new ArrayList<>();
       }
-      item.copyTo(filling.input());
+      if (exec.stored().isFloat32()) {
+        item.copyTo(filling.input());
+      } else {
+        // the batch takes the stored values and widens them itself (on the GPU, after the copy)
+        filling.rescale(fillingItems.size(), item.rescale());
+        item.copyStoredTo(filling.input());
+      }
       fillingItems.add(item);
+      task.read(t);
       peeked = null;
       volumesIn++;
       bytesIn += item.storedBytes();
@@ -351,6 +361,7 @@ public final class BatchRunner implements TaskRun {
     LOG.info("{}: volume {} {} ({}) runs alone on {}, in slabs along D: {}", taskName, item.record(), s,
         MemoryBudget.mib(s.bytes()), backend.name(device), vp.why());
     progress.start(item.storedBytes());
+    task.read(item.valueType());
     try {
       if (spec.outputRows()) {
         // written across rows: the output streams out row by row as the slabs run, whatever its size
@@ -410,13 +421,16 @@ public final class BatchRunner implements TaskRun {
     return new Finished(s.items(), outShape, spec.pipeline().output(), out, offsets, task);
   }
 
-  private void openExecutor(VolumeShape s, VolumePlan vp) {
+  private void openExecutor(VolumeShape s, ValueType t, VolumePlan vp) {
     Pipeline p = spec.pipeline();
     outShape = p.outputShape(s);
-    exec = backend.open(p, s, vp.batch(), device, outputGap);
+    exec = backend.open(p, s, t, vp.batch(), device, outputGap);
     execShape = s;
-    LOG.info("{}: {} volumes {} -> {} on {}, batches of up to {} ({} of host memory each): {}", taskName, p.describe(), s,
-        outShape, backend.name(device), exec.maxBatch(), MemoryBudget.mib(exec.batchBytes()), vp.why());
+    execType = t;
+    String widened = t.isFloat32() ? "" : exec.stored().isFloat32() ? ", " + t + " widened by the reader"
+        : ", " + t + " widened in the batch";
+    LOG.info("{}: {} volumes {} -> {} on {}, batches of up to {} ({} of host memory each{}): {}", taskName, p.describe(), s,
+        outShape, backend.name(device), exec.maxBatch(), MemoryBudget.mib(exec.batchBytes()), widened, vp.why());
   }
 
   private void closeExecutor() {
@@ -424,6 +438,7 @@ public final class BatchRunner implements TaskRun {
       exec.close();
       exec = null;
       execShape = null;
+      execType = null;
     }
   }
 

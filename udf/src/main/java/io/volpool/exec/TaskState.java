@@ -16,6 +16,17 @@ public final class TaskState {
   private long volumeStarts;
   private long filesWritten;
   private long peakHeap;
+  private final java.util.TreeSet<String> inputDtypes = new java.util.TreeSet<>();
+
+  /** Notes that the task read a volume (or a volume's rows) stored as {@code t}. */
+  public void read(io.volpool.format.ValueType t) {
+    inputDtypes.add(t.toString());
+  }
+
+  /** The stored dtypes of the volumes the task read, sorted (numpy names; big-endian as {@code >i2}). */
+  public java.util.SortedSet<String> inputDtypes() {
+    return java.util.Collections.unmodifiableSortedSet(inputDtypes);
+  }
 
   public PhaseTimes times() {
     return times;

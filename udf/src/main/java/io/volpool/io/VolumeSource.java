@@ -3,11 +3,14 @@ package io.volpool.io;
 import io.volpool.io.npy.NpyVolumeInput;
 
 import io.volpool.backend.VolumeSink;
+import io.volpool.format.Rescale;
+import io.volpool.format.ValueType;
 import io.volpool.op.VolumeShape;
 
 /**
  * One input volume, positioned for reading: its record name, its shape and a way to put its values
- * into a batch as little-endian float32, widened from the dtype they are stored in. What the writer needs of the record afterwards (its
+ * into a batch as little-endian float32, widened from the dtype they are stored in (or as stored,
+ * for a batch that widens them itself). What the writer needs of the record afterwards (its
  * pass-through columns, its file) stays with it; its tensor bytes do not. Checks are made before
  * any byte is written to the batch, and a broken rule throws {@link BadRecordException} naming the record.
  */
@@ -24,6 +27,31 @@ public interface VolumeSource {
 
   /** Writes the volume's {@code shape().bytes()} bytes of float32 to {@code dst} (widened from its dtype). Called once. */
   void copyTo(VolumeSink dst);
+
+  /**
+   * How {@link #copyStoredTo} hands the values over: their dtype and byte order as stored (known
+   * after {@link #shape()}). Little-endian float32 for volumes that can only come widened.
+   */
+  default ValueType valueType() {
+    return ValueType.FLOAT32;
+  }
+
+  /** The rescale {@link #copyTo} applies (from settings or the row's columns; known after {@link #shape()}). */
+  default Rescale rescale() {
+    return Rescale.IDENTITY;
+  }
+
+  /**
+   * Writes the volume's {@link #storedBytes()} bytes as stored ({@link #valueType()}, not rescaled)
+   * to {@code dst}, for a batch that widens them itself (on the GPU, in device memory). Called once,
+   * instead of {@link #copyTo}.
+   */
+  default void copyStoredTo(VolumeSink dst) {
+    if (!valueType().isFloat32() || !rescale().isIdentity()) {
+      throw new UnsupportedOperationException(record() + ": no stored copy of " + valueType() + " values");
+    }
+    copyTo(dst);
+  }
 
   /**
    * The volume's planes read by position where it lies in its file, when it is stored plainly

@@ -9,7 +9,7 @@ import io.volpool.io.PageGate;
 import io.volpool.io.RowRules;
 import io.volpool.io.VolumeInput;
 import io.volpool.io.VolumeSource;
-import io.volpool.io.WideningSink;
+import io.volpool.backend.WideningSink;
 import io.volpool.op.VolumeShape;
 import java.io.Serializable;
 import java.nio.ByteBuffer;
@@ -193,6 +193,28 @@ public final class RowInput implements VolumeInput {
     public long storedBytes() {
       shape();
       return layout.tensor() < 0 ? ((byte[]) row.get(layout.data())).length : shape.bytes();
+    }
+
+    @Override
+    public ValueType valueType() {
+      shape();
+      return type;
+    }
+
+    @Override
+    public Rescale rescale() {
+      shape();
+      return scale;
+    }
+
+    @Override
+    public void copyStoredTo(VolumeSink dst) {
+      shape();
+      if (layout.tensor() >= 0) {
+        VolumeSource.super.copyStoredTo(dst);
+        return;
+      }
+      dst.put(ByteBuffer.wrap((byte[]) row.get(layout.data())));
     }
 
     @Override

@@ -52,7 +52,7 @@ class CudaPinnedPoolTest {
     float[] x = input(6);
     MemoryBudget budget = new MemoryBudget(512L << 20);
     try (CudaBackend b = CudaBackend.create(0.5, budget)) {
-      String what = b.makeBatchesAhead(POOL, IN, 2, 6, 0, 4, budget, 2);
+      String what = b.makeBatchesAhead(POOL, IN, io.volpool.format.ValueType.FLOAT32, 2, 6, 0, 4, budget, 2);
       assertThat(what).startsWith("2 of 2 batch(es) of 2 volumes " + IN + " made ahead on cuda:0");
       assertThat(b.pinnedBlocks()[1]).as("pinned blocks made ahead").isEqualTo(2);
       assertThat(budget.used()).as("kept, idle, in the budget").isPositive();
@@ -61,7 +61,7 @@ class CudaPinnedPoolTest {
       assertThat(b.pinnedBlocks()[1]).as("pinned blocks after the task ran").isEqualTo(2);
       assertThat(got).isEqualTo(CudaGoldenTest.runOnGpu(plain, POOL, IN, x, 6, 2, 4));
       // volumes that run in slabs have no batches to make
-      assertThat(b.makeBatchesAhead(POOL, IN, 2, 6, 0, 4, new MemoryBudget(64L << 10), 2))
+      assertThat(b.makeBatchesAhead(POOL, IN, io.volpool.format.ValueType.FLOAT32, 2, 6, 0, 4, new MemoryBudget(64L << 10), 2))
           .isEqualTo("volumes " + IN + " run in slabs: no batches made ahead");
     }
   }

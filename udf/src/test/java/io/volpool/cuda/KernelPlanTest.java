@@ -131,6 +131,24 @@ class KernelPlanTest {
       assertThat(declared.get(k)).as(k + "'s parameters in volpool.cu").isEqualTo(3);
       seen.add(k);
     }
+    // the input dtype's kernel: launched by KernelRunner.widen with (src, dst, numel, type, swap, rescale)
+    assertThat(declared.get("widen")).as("widen's parameters in volpool.cu").isEqualTo(6);
+    seen.add("widen");
     assertThat(seen).containsExactlyInAnyOrderElementsOf(declared.keySet());
+  }
+
+  /** Every 8- and 16-bit dtype has its widen code; wider types are refused (the readers widen them). */
+  @Test
+  void theDeviceWidensEveryNarrowDtypeAndNoWiderOne() {
+    java.util.Set<Integer> codes = new java.util.HashSet<>();
+    for (io.volpool.format.Dtype d : io.volpool.format.Dtype.values()) {
+      if (d.itemSize() <= 2) {
+        codes.add(KernelRunner.widenCode(d));
+      } else {
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> KernelRunner.widenCode(d))
+            .isInstanceOf(IllegalArgumentException.class);
+      }
+    }
+    assertThat(codes).containsExactlyInAnyOrder(0, 1, 2, 3, 4, 5);
   }
 }

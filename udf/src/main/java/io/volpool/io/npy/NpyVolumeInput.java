@@ -12,7 +12,7 @@ import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.VolumeSink;
 import io.volpool.format.Rescale;
 import io.volpool.format.ValueType;
-import io.volpool.io.WideningSink;
+import io.volpool.backend.WideningSink;
 import io.volpool.format.Npy;
 import io.volpool.format.NpyHeader;
 import io.volpool.format.TensorFormatException;
@@ -157,6 +157,35 @@ public final class NpyVolumeInput implements VolumeInput {
         return null;
       }
       return new PositionedPlanes(file.src, file.header.dataOffset() + index * file.shape.bytes(), file.shape, record());
+    }
+
+    @Override
+    public ValueType valueType() {
+      // a Fortran-order file was loaded whole and transposed to float32
+      return file.whole != null ? ValueType.FLOAT32 : file.header.type();
+    }
+
+    @Override
+    public Rescale rescale() {
+      return rescale;
+    }
+
+    @Override
+    public void copyStoredTo(VolumeSink dst) {
+      if (file.whole != null) {
+        VolumeSource.super.copyStoredTo(dst);
+        return;
+      }
+      long t0 = System.nanoTime();
+      NpyHeader h = file.header;
+      long raw = file.shape.numel() * h.itemSize();
+      try {
+        file.src.seek(h.dataOffset() + index * raw);
+        dst.fill(raw, file.src::readFully, file.src.chunk());
+      } catch (IOException e) {
+        throw new UncheckedIOException("reading " + file.ref.path() + ": " + e.getMessage(), e);
+      }
+      times.add(Phase.READ, System.nanoTime() - t0);
     }
 
     @Override

@@ -10,7 +10,7 @@ import io.volpool.format.Rescale;
 import io.volpool.format.ValueType;
 import io.volpool.io.InputRescale;
 import io.volpool.io.RowRules;
-import io.volpool.io.WideningSink;
+import io.volpool.backend.WideningSink;
 import io.volpool.io.VolumeInput;
 import io.volpool.io.VolumeSource;
 
@@ -241,6 +241,29 @@ public final class ParquetVolumeInput implements VolumeInput {
       consumed = true;
       tensor.skipStreamed();
       return new PositionedPlanes(data, at, s, record);
+    }
+
+    @Override
+    public ValueType valueType() {
+      shape();
+      return type;
+    }
+
+    @Override
+    public Rescale rescale() {
+      shape();
+      return scale;
+    }
+
+    @Override
+    public void copyStoredTo(VolumeSink dst) {
+      shape();
+      if (!layout.isBinary()) {
+        VolumeSource.super.copyStoredTo(dst);
+        return;
+      }
+      consumed = true;
+      tensor.copyBinary(dst);
     }
 
     @Override
@@ -516,7 +539,7 @@ public final class ParquetVolumeInput implements VolumeInput {
       throw new BadRecordException(record, "column '" + field + "' must be a number (int, float or double), got " + t);
     }
 
-    static String string(Group g, String field) {
+    public static String string(Group g, String field) {
       int f = g.getType().getFieldIndex(field);
       return g.getFieldRepetitionCount(f) == 0 ? null : g.getString(f, 0);
     }

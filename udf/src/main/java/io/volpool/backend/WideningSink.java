@@ -1,6 +1,5 @@
-package io.volpool.io;
+package io.volpool.backend;
 
-import io.volpool.backend.VolumeSink;
 import io.volpool.format.Rescale;
 import io.volpool.format.ValueType;
 import java.nio.ByteBuffer;

@@ -1,9 +1,7 @@
-package io.volpool.io;
+package io.volpool.backend;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.volpool.backend.FloatSink;
-import io.volpool.backend.VolumeSink;
 import io.volpool.format.Rescale;
 import io.volpool.format.ValueType;
 import java.nio.ByteBuffer;
