@@ -485,6 +485,9 @@ public final class VolpoolJob {
       CommittedOutput committed, Map<String, String> provenance, double secs, long driverCommitNanos, RunSpec spec,
       Timeline timeline) {
     TreeSet<String> backends = new TreeSet<>(m.backends().value());
+    // the stored dtypes the tasks read, measured there (the footers were written before the run knew them all)
+    provenance = new LinkedHashMap<>(provenance);
+    provenance.put("volpool.input.dtypes", String.join(",", new TreeSet<>(m.inputDtypes().value())));
     String backend = backends.isEmpty() ? "none (no input volumes)" : String.join(", ", backends);
     long[] ns = m.phaseNanos().value();
     ns[Phase.COMMIT.ordinal()] += driverCommitNanos;

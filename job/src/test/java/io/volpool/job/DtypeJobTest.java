@@ -89,6 +89,23 @@ class DtypeJobTest {
     SparkTests.Result r = SparkTests.run(conf);
     assertThat(r.code()).as("exit code; stderr: " + r.err()).isZero();
 
+    // provenance: the stored dtype the tasks read, in the summary and in every output file's footer
+    String stored = io.volpool.format.ValueType.parse(v.spelling()).toString();
+    com.fasterxml.jackson.databind.JsonNode summary = new com.fasterxml.jackson.databind.ObjectMapper()
+        .readTree(out.resolve(VolpoolJob.SUMMARY_FILE).toFile());
+    assertThat(summary.get("provenance").get("volpool.input.dtypes").asText()).isEqualTo(stored);
+    try (java.util.stream.Stream<Path> files = Files.walk(out)) {
+      List<Path> parquet = files.filter(p -> p.toString().endsWith(".parquet")).toList();
+      assertThat(parquet).as("output files").isNotEmpty();
+      for (Path f : parquet) {
+        try (org.apache.parquet.hadoop.ParquetFileReader pf = org.apache.parquet.hadoop.ParquetFileReader.open(
+            org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(new org.apache.hadoop.fs.Path(f.toUri()),
+                new org.apache.hadoop.conf.Configuration()))) {
+          assertThat(pf.getFooter().getFileMetaData().getKeyValueMetaData()).containsEntry("volpool.input.dtypes", stored);
+        }
+      }
+    }
+
     float[] exp = c.expected().toFloatArray();
     int outPer = exp.length / n;
     List<Row> got = SparkTests.spark().read().parquet(out.toString()).orderBy("id").collectAsList();

@@ -6,6 +6,8 @@ import io.volpool.cpu.CpuBackend;
 import io.volpool.ops.avgpool3d.AvgPool3dSpec;
 import io.volpool.op.Pipeline;
 import io.volpool.op.VolumeShape;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -384,6 +386,66 @@ class VolumesAcrossRowsTest {
         tmp.resolve("again").toString(), "pipeline", "identity", "output.layout", "volume", "device", SparkTests.device()));
     assertThat(bad.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
     assertThat(bad.err()).contains("spark.volpool.output.layout=volume").contains("stored across rows");
+  }
+
+  /** The part's planes as int16 values (the float planes scaled and rounded), widened back to float32 exactly. */
+  static short[] int16Planes(Part p) {
+    float[] f = planes(p.seed(), p.shape(), p.d0(), p.d1());
+    short[] v = new short[f.length];
+    for (int i = 0; i < f.length; i++) {
+      v[i] = (short) Math.max(-32768, Math.min(32767, Math.round(f[i] * 1000)));
+    }
+    return v;
+  }
+
+  /** Rows of int16 ({@code <i2}), or of the same values as float32, in one file. */
+  static void writeInt16(Path file, List<Part> parts, boolean asFloat32) throws IOException {
+    Files.createDirectories(file.getParent());
+    try (ParquetWriter<Group> w = ExampleParquetWriter.builder(new org.apache.hadoop.fs.Path(file.toUri()))
+        .withConf(new Configuration()).withType(SCHEMA).withRowGroupSize(8L << 20).build()) {
+      for (Part p : parts) {
+        Group g = new SimpleGroupFactory(SCHEMA).newGroup().append("id", p.id());
+        Group s = g.addGroup("shape");
+        for (int d : p.shape().toArray()) {
+          s.addGroup("list").append("element", d);
+        }
+        short[] v = int16Planes(p);
+        ByteBuffer b = ByteBuffer.allocate(v.length * (asFloat32 ? 4 : 2)).order(ByteOrder.LITTLE_ENDIAN);
+        for (short x : v) {
+          if (asFloat32) {
+            b.putFloat(x);
+          } else {
+            b.putShort(x);
+          }
+        }
+        w.write(g.append("dtype", asFloat32 ? "float32" : "<i2").append("d0", p.d0()).append("d1", p.d1())
+            .append("data", Binary.fromConstantByteArray(b.array())));
+      }
+    }
+  }
+
+  /**
+   * A volume stored across rows of int16: the run's summary counts the bytes read at their stored width
+   * (half those of float32), and its output is bit for bit the output of the same values stored as float32.
+   */
+  @Test
+  void int16RowsAreCountedAtTheirStoredWidthAndGiveTheFloat32Output(@TempDir Path tmp) throws Exception {
+    VolumeShape s = new VolumeShape(2, 12, 10, 16);
+    List<Part> parts = cut("v", 5, s, 3, 8);
+    Map<String, float[]> outs = new HashMap<>();
+    for (boolean asFloat32 : new boolean[] {false, true}) {
+      String name = asFloat32 ? "f32" : "i16";
+      writeInt16(tmp.resolve(name + "/x.parquet"), parts, asFloat32);
+      Path out = tmp.resolve("out-" + name);
+      SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve(name).toString(), "output", out.toString(),
+          "pipeline", "avgpool3d", "device", SparkTests.device()));
+      assertThat(r.code()).as(r.err()).isZero();
+      JsonNode summary = new ObjectMapper().readTree(out.resolve(VolpoolJob.SUMMARY_FILE).toFile());
+      assertThat(summary.get("bytes_in").asLong()).as(name + " bytes read").isEqualTo(s.numel() * (asFloat32 ? 4 : 2));
+      assertThat(summary.get("rows_in").asLong()).isEqualTo(3);
+      outs.put(name, readOutput(out, Map.of("v", new VolumeShape(2, 6, 5, 8))).get("v"));
+    }
+    assertBitIdentical(outs.get("i16"), outs.get("f32"), "int16 rows against the same values as float32");
   }
 
   /** Progress through one large volume: its input bytes are counted as its slabs finish, not when it ends. */

@@ -15,6 +15,11 @@ final class SlabProgress {
     counted = 0;
   }
 
+  /** The input bytes counted so far. */
+  long counted() {
+    return counted;
+  }
+
   /** The input bytes not counted yet, now that the volume is done. */
   long finish() {
     return advance(1, 1);

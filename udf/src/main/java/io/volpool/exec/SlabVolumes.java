@@ -47,7 +47,6 @@ public final class SlabVolumes implements TaskRun {
   private int nextVolume;
   private SlabRun run;
   private PlaneSource src;
-  private long bytesIn;
   private long bytesOut;
   private long slabs;
   private long done;
@@ -85,6 +84,7 @@ public final class SlabVolumes implements TaskRun {
       }
       if (!run.step()) {
         closeVolume();
+        volumeDone();
         PlaneRowsInput.finish(src);
         closeSource();
         done++;
@@ -124,8 +124,11 @@ public final class SlabVolumes implements TaskRun {
           + MemoryBudget.SETTING + " (and the memory behind it) to at least " + MemoryBudget.mib(4 * one), one, budget.limit());
     }
     VolumeSource first = input.firstRow(v);
+    state.read(first.valueType());
+    // counted along the volume at the first row's width; made exact by the rows' reads when it is done
+    storedBefore = input.storedBytesRead();
+    progress.start(v.shape().numel() * first.valueType().itemSize());
     src = input.open(v);
-    progress.start(v.bytes());
     rows = new OutputRows(first, out, plan.pipeline().output(), rowPlanes, budget, state, done -> slabDone(done, out.d()));
     run = backend.startSlabs(plan, planes, src, rows, times, device);
     LOG.info("{}: volume id={} {} -> {} in {} rows on {}, slabs of {} output planes ({} of host buffers), output rows of {}"
@@ -135,10 +138,20 @@ public final class SlabVolumes implements TaskRun {
   }
 
   private final SlabProgress progress = new SlabProgress();
+  /** Bytes read counted before the open volume, and the rows' stored bytes read by then. */
+  private long bytesIn;
+  private long storedBefore;
 
   /** Counts the open volume's input bytes as its slabs finish ({@code done} of {@code total} output planes). */
   private void slabDone(long done, long total) {
     bytesIn += progress.advance(done, total);
+    onRead.run();
+  }
+
+  /** The open volume is done: its count becomes what its rows' reads measured, at their stored width. */
+  private void volumeDone() {
+    bytesIn += input.storedBytesRead() - storedBefore - progress.counted();
+    progress.start(0);
     onRead.run();
   }
 

@@ -15,7 +15,7 @@ import org.apache.spark.util.LongAccumulator;
 public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWritten, LongAccumulator filesWritten,
     LongAccumulator bytesIn, LongAccumulator bytesOut, LongAccumulator batches, LongArrayAccumulator phaseNanos,
     MaxAccumulator peakBudgetBytes, MaxAccumulator peakHeapBytes, CollectionAccumulator<String> backends,
-    LongAccumulator slabbedVolumes, LongAccumulator volumeStarts)
+    LongAccumulator slabbedVolumes, LongAccumulator volumeStarts, CollectionAccumulator<String> inputDtypes)
     implements Serializable {
 
   public static JobMetrics register(SparkContext sc) {
@@ -29,6 +29,6 @@ public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWri
         sc.longAccumulator("volpool.filesWritten"), sc.longAccumulator("volpool.bytesIn"),
         sc.longAccumulator("volpool.bytesOut"), sc.longAccumulator("volpool.batches"), phases, budget, heap,
         sc.collectionAccumulator("volpool.backends"), sc.longAccumulator("volpool.slabbedVolumes"),
-        sc.longAccumulator("volpool.volumeStarts"));
+        sc.longAccumulator("volpool.volumeStarts"), sc.collectionAccumulator("volpool.inputDtypes"));
   }
 }

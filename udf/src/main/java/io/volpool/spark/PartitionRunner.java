@@ -189,5 +189,8 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     if (runner.volumesIn() > 0) {
       metrics.backends().add(backendName);
     }
+    for (String t : state.inputDtypes()) {
+      metrics.inputDtypes().add(t);
+    }
   }
 }

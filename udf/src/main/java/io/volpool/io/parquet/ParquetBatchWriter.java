@@ -141,6 +141,9 @@ public final class ParquetBatchWriter implements AutoCloseable {
   public void write(List<VolumeSource> items, VolumeShape outShape, Dtype dtype, ByteBuffer out, long[] offsets,
       int[][] planes) throws IOException {
     long t0 = System.nanoTime();
+    for (VolumeSource v : items) {
+      inputDtypes.add(v.valueType().toString());
+    }
     boolean planeRows = small.containsField(TensorLayout.D0);
     if (planes != null && !planeRows) {
       throw new IllegalStateException("rows of a volume stored across rows, but the output schema has no d0/d1 columns");
@@ -323,12 +326,17 @@ public final class ParquetBatchWriter implements AutoCloseable {
     }
   }
 
-  /** Writes the footer (with the spec's metadata) and closes the file. */
+  /** The stored dtypes of the volumes written to this file, for its footer. */
+  private final java.util.TreeSet<String> inputDtypes = new java.util.TreeSet<>();
+
+  /** Writes the footer (with the spec's metadata and the input dtypes of its volumes) and closes the file. */
   @Override
   public void close() throws IOException {
     long t0 = System.nanoTime();
     try {
-      file.end(spec.metadata());
+      java.util.Map<String, String> meta = new java.util.LinkedHashMap<>(spec.metadata());
+      meta.put("volpool.input.dtypes", String.join(",", inputDtypes));
+      file.end(meta);
     } finally {
       codecs.release();
       times.add(Phase.WRITE, System.nanoTime() - t0);

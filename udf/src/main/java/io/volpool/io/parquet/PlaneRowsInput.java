@@ -3,6 +3,7 @@ package io.volpool.io.parquet;
 import io.volpool.io.CorruptInputException;
 import io.volpool.io.PageGate;
 import io.volpool.io.PlaneVolume;
+import io.volpool.io.VolumeSource;
 
 import io.volpool.backend.FloatSink;
 import io.volpool.backend.PhaseTimes;
@@ -34,6 +35,8 @@ public final class PlaneRowsInput implements AutoCloseable {
   private final PhaseTimes aheadTimes = new PhaseTimes();
   private final MemoryBudget budget;
   private final AtomicLong rowsRead = new AtomicLong();
+  /** The rows' tensor bytes read, at their stored width (what a summary counts as read). */
+  private final AtomicLong storedRead = new AtomicLong();
   private ExecutorService ahead;
   private ParquetVolumeInput cur;
   private ParquetSplit curSplit;
@@ -71,6 +74,11 @@ public final class PlaneRowsInput implements AutoCloseable {
   /** Input rows read so far, over every volume. */
   public long rowsRead() {
     return rowsRead.get();
+  }
+
+  /** The tensor bytes of the rows read so far, at their stored dtype's width; read by any thread. */
+  public long storedBytesRead() {
+    return storedRead.get();
   }
 
   /**
@@ -165,8 +173,10 @@ public final class PlaneRowsInput implements AutoCloseable {
       budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
       try {
         float[] buf = new float[(int) (bytes / Float.BYTES)];
-        row(v, r).copyTo(new FloatSink(buf));
+        VolumeSource src = row(v, r);
+        src.copyTo(new FloatSink(buf));
         rowsRead.incrementAndGet();
+        storedRead.addAndGet(src.storedBytes());
         return new Loaded(buf, bytes, r.d0(), r.d1());
       } catch (RuntimeException | Error e) {
         budget.release(bytes, MemoryBudget.Use.PAGES);
