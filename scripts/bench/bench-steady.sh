@@ -9,7 +9,8 @@
 #   input staging chunk (8 MiB) alternated with each of these (-Dvolpool.cuda.stagingChunkBytes); STANDARD=0 keeps
 #   only the first standard run (uncompressed, so that no compared run writes the machine's first pages).
 #   DTYPES=1 (default 0): after the other runs, issue 32's comparison, two rounds: the uncompressed float32 set, the
-#   same volumes' shape stored as int16 (bench-data.py --dtype int16), each with float32 and with float16 output.
+#   same volumes' shape stored as int16 (bench-data.py --dtype int16), each with float32 and with float16 output, and
+#   int16 to float16 once more widened by the readers on the host (-Dvolpool.cuda.widenOnDevice=false).
 #   READ_REPEAT=N (default 0: none): one more run on the uncompressed files N times over (48: 3.1 million volumes,
 #   618 GB in) through fused,avgpool3d,avgpool3d,avgpool3d, whose output is 1/96 of its input: the read side alone.
 # Besides dd's reads, dd's writes into new /dev/shm files and its copies of the input files into new ones (the job
@@ -155,6 +156,9 @@ if [ "${DTYPES:-0}" = 1 ]; then
     run "f32-in-f32-out-r$round" /dev/shm/long-none "$CP"
     run "i16-in-f32-out-r$round" /dev/shm/long-i16 "$CP"
     run "i16-in-f16-out-r$round" /dev/shm/long-i16 "$CP" fused,avgpool3d "" "--conf spark.volpool.output.dtype=float16"
+    # the same with the readers widening on the host (as before the device widened): what the stored width saves
+    run "i16-in-f16-out-hostwiden-r$round" /dev/shm/long-i16 "$CP" fused,avgpool3d "-Dvolpool.cuda.widenOnDevice=false" \
+      "--conf spark.volpool.output.dtype=float16"
     run "f32-in-f16-out-r$round" /dev/shm/long-none "$CP" fused,avgpool3d "" "--conf spark.volpool.output.dtype=float16"
   done
 fi
