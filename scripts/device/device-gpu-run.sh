@@ -26,7 +26,7 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
 fi
 if [ "$what" = jobtests ]; then
   # the launcher on the class path itself (not -jar), so tests that start a child JVM can pass java.class.path on
-  "$J" -Xmx10g $OPENS -Dvolpool.golden="$GOLDEN" -Dvolpool.golden.project="${PROJECT_GOLDEN:-udf/src/test/resources/golden}" -Dvolpool.test.device=gpu -Dvolpool.test.opens="$OPENS" \
+  "$J" -Xmx10g $OPENS -Dvolpool.golden="$GOLDEN" -Dvolpool.golden.project="${PROJECT_GOLDEN:-udf/src/test/resources/golden}" -Dvolpool.test.device=gpu -Dvolpool.cuda.widenOnDevice=${WIDEN_ON_DEVICE:-true} -Dvolpool.test.opens="$OPENS" \
     -cp "$CPALL$(ls "$LIB"/junit-platform-console-standalone-*.jar)" org.junit.platform.console.ConsoleLauncher \
     execute ${JOB_TEST_CLASSES:---scan-class-path $(ls "$LIB"/volpool-job-*-tests.jar)} --details=summary \
     --disable-banner --reports-dir "${JUNIT_REPORTS:-/tmp/junit-job}" 2>&1 | tee "$OUT/gpu-job-tests.log" | grep -vE '^\s+at ' | tail -40

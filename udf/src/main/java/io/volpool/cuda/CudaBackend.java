@@ -61,6 +61,13 @@ public final class CudaBackend implements Backend {
   private final double memoryFraction;
   private final MemoryBudget budget;
   private final boolean poison = Boolean.getBoolean("volpool.cuda.poison");
+  /**
+   * Whether batches of 8- and 16-bit volumes go to the device at their stored width and are widened
+   * there ({@code -Dvolpool.cuda.widenOnDevice=true}); off by default until the widen kernel's GPU
+   * tests (StoredInputTest, the job's dtype tests) have passed on a GPU: docs/gpu-testing.md. Off,
+   * the readers widen on the host, as before.
+   */
+  private final boolean widenOnDevice = Boolean.getBoolean("volpool.cuda.widenOnDevice");
   private final Map<Integer, CudaDevice> devices = new HashMap<>();
   private final BufferPool<PinnedKey, PinnedBlock> pinned;
   private boolean closed;
@@ -251,9 +258,6 @@ public final class CudaBackend implements Backend {
   }
 
 
-  /** Off switch for device widening ({@code -Dvolpool.cuda.widenOnDevice=false}): readers widen, as before. */
-  static final boolean WIDEN_ON_DEVICE = !"false".equals(System.getProperty("volpool.cuda.widenOnDevice"));
-
   /** Largest output, gap included, one batch of whole volumes holds (a ByteBuffer's reach, less staging). */
   static final long MAX_BATCH_OUTPUT = Integer.MAX_VALUE - (64L << 20);
 
@@ -336,8 +340,8 @@ public final class CudaBackend implements Backend {
    * host's memory and the bus), when their buffer still fits the batch's share of the device; other
    * types (int32, float64, big-endian float32) are widened by the readers, as they gain nothing.
    */
-  static ValueType onDevice(KernelPlan plan, ValueType stored, int maxBatch, long perVolume, CudaDevice d) {
-    if (stored.isFloat32() || stored.itemSize() > 2 || !WIDEN_ON_DEVICE) {
+  private ValueType onDevice(KernelPlan plan, ValueType stored, int maxBatch, long perVolume, CudaDevice d) {
+    if (stored.isFloat32() || stored.itemSize() > 2 || !widenOnDevice) {
       return ValueType.FLOAT32;
     }
     long more = CudaExecutor.wideningBytesPerVolume(plan, stored);

@@ -12,6 +12,7 @@ final class Gpu {
   static synchronized CudaBackend backend() {
     if (backend == null && unavailable == null) {
       System.setProperty("volpool.cuda.poison", "true");
+      System.setProperty("volpool.cuda.widenOnDevice", "true");
       try {
         backend = CudaBackend.create(0.5);
         Runtime.getRuntime().addShutdownHook(new Thread(backend::close));
