@@ -118,6 +118,161 @@ class DtypeJobTest {
     }
   }
 
+  /** The dtype cases Arrow has a type for (bfloat16 has none), for the list layout. */
+  static Stream<Golden.Case> listCases() {
+    return Golden.cases().stream().filter(c -> c.json().has("input_dtype")
+        && !c.json().get("input_dtype").asText().equals("bfloat16"));
+  }
+
+  /**
+   * The element type pyarrow writes for a fixed_shape_tensor of {@code t}: int8 to uint16 as INT32 with
+   * their integer annotation, int32 plain, halffloat as a 2-byte FLOAT16, double as DOUBLE.
+   */
+  static org.apache.parquet.schema.Type element(io.volpool.format.Dtype t) {
+    org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName p;
+    org.apache.parquet.schema.LogicalTypeAnnotation a = null;
+    int len = 0;
+    switch (t) {
+      case UINT8, INT8, UINT16, INT16 -> {
+        p = org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.INT32;
+        a = org.apache.parquet.schema.LogicalTypeAnnotation.intType(t.itemSize() * 8, t.name().startsWith("INT"));
+      }
+      case INT32 -> p = org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.INT32;
+      case FLOAT16 -> {
+        p = org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY;
+        a = org.apache.parquet.schema.LogicalTypeAnnotation.float16Type();
+        len = 2;
+      }
+      case FLOAT64 -> p = org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.DOUBLE;
+      default -> p = org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.FLOAT;
+    }
+    org.apache.parquet.schema.Types.PrimitiveBuilder<org.apache.parquet.schema.PrimitiveType> b =
+        org.apache.parquet.schema.Types.optional(p);
+    if (len > 0) {
+      b = b.length(len);
+    }
+    return (a == null ? b : b.as(a)).named("element");
+  }
+
+  /**
+   * The {@code ARROW:schema} footer entry pyarrow writes for a table of an {@code id} string and a
+   * {@code tensor} fixed_shape_tensor of {@code t} values and {@code shape}: a base64 Arrow IPC schema whose
+   * tensor field is a fixed-size list carrying the extension's name and its shape as metadata.
+   */
+  static String arrowSchema(io.volpool.format.Dtype t, long[] shape) throws java.io.IOException {
+    org.apache.arrow.vector.types.pojo.ArrowType value = switch (t) {
+      case UINT8 -> new org.apache.arrow.vector.types.pojo.ArrowType.Int(8, false);
+      case INT8 -> new org.apache.arrow.vector.types.pojo.ArrowType.Int(8, true);
+      case UINT16 -> new org.apache.arrow.vector.types.pojo.ArrowType.Int(16, false);
+      case INT16 -> new org.apache.arrow.vector.types.pojo.ArrowType.Int(16, true);
+      case INT32 -> new org.apache.arrow.vector.types.pojo.ArrowType.Int(32, true);
+      case FLOAT16 -> new org.apache.arrow.vector.types.pojo.ArrowType.FloatingPoint(
+          org.apache.arrow.vector.types.FloatingPointPrecision.HALF);
+      case FLOAT64 -> new org.apache.arrow.vector.types.pojo.ArrowType.FloatingPoint(
+          org.apache.arrow.vector.types.FloatingPointPrecision.DOUBLE);
+      default -> new org.apache.arrow.vector.types.pojo.ArrowType.FloatingPoint(
+          org.apache.arrow.vector.types.FloatingPointPrecision.SINGLE);
+    };
+    long numel = shape[0] * shape[1] * shape[2] * shape[3];
+    org.apache.arrow.vector.types.pojo.Field item = new org.apache.arrow.vector.types.pojo.Field("item",
+        org.apache.arrow.vector.types.pojo.FieldType.nullable(value), null);
+    Map<String, String> ext = Map.of("ARROW:extension:name", "arrow.fixed_shape_tensor", "ARROW:extension:metadata",
+        "{\"shape\":[" + shape[0] + "," + shape[1] + "," + shape[2] + "," + shape[3] + "]}");
+    org.apache.arrow.vector.types.pojo.Field tensor = new org.apache.arrow.vector.types.pojo.Field("tensor",
+        new org.apache.arrow.vector.types.pojo.FieldType(true,
+            new org.apache.arrow.vector.types.pojo.ArrowType.FixedSizeList((int) numel), null, ext), List.of(item));
+    org.apache.arrow.vector.types.pojo.Field id = new org.apache.arrow.vector.types.pojo.Field("id",
+        org.apache.arrow.vector.types.pojo.FieldType.nullable(new org.apache.arrow.vector.types.pojo.ArrowType.Utf8()), null);
+    java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
+    org.apache.arrow.vector.ipc.message.MessageSerializer.serialize(
+        new org.apache.arrow.vector.ipc.WriteChannel(java.nio.channels.Channels.newChannel(b)),
+        new org.apache.arrow.vector.types.pojo.Schema(List.of(id, tensor)));
+    return java.util.Base64.getEncoder().encodeToString(b.toByteArray());
+  }
+
+  /**
+   * A case's volumes as pyarrow's fixed_shape_tensor layout writes them ({@code optional group tensor (LIST)}
+   * of the element type, one row per volume), dictionary-encoded and Snappy-compressed as pyarrow's defaults
+   * are, or plain and uncompressed (the pages the reader streams).
+   */
+  static Path listTable(Golden.Case c, Path dir, boolean pyarrowDefaults) throws Exception {
+    NpyHeader h = header(c);
+    byte[] file = Files.readAllBytes(c.dir().resolve("input.npy"));
+    java.nio.ByteBuffer data = java.nio.ByteBuffer.wrap(file, (int) h.dataOffset(), file.length - (int) h.dataOffset())
+        .slice().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    io.volpool.format.Dtype t = h.type().dtype();
+    org.apache.parquet.schema.MessageType schema = new org.apache.parquet.schema.MessageType("schema",
+        org.apache.parquet.schema.Types.optional(org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.BINARY)
+            .as(org.apache.parquet.schema.LogicalTypeAnnotation.stringType()).named("id"),
+        org.apache.parquet.schema.Types.optionalGroup().as(org.apache.parquet.schema.LogicalTypeAnnotation.listType())
+            .addField(org.apache.parquet.schema.Types.repeatedGroup().addField(element(t)).named("list")).named("tensor"));
+    Path p = dir.resolve("in/volumes.parquet");
+    Files.createDirectories(p.getParent());
+    int n = (int) h.shape()[0];
+    long per = h.numel() / n;
+    try (org.apache.parquet.hadoop.ParquetWriter<org.apache.parquet.example.data.Group> w =
+        org.apache.parquet.hadoop.example.ExampleParquetWriter.builder(new org.apache.hadoop.fs.Path(p.toUri()))
+            .withConf(new org.apache.hadoop.conf.Configuration()).withType(schema)
+            .withCompressionCodec(pyarrowDefaults ? org.apache.parquet.hadoop.metadata.CompressionCodecName.SNAPPY
+                : org.apache.parquet.hadoop.metadata.CompressionCodecName.UNCOMPRESSED)
+            .withDictionaryEncoding(pyarrowDefaults)
+            .withExtraMetaData(Map.of("ARROW:schema", arrowSchema(t, new long[] {h.shape()[1], h.shape()[2], h.shape()[3],
+                h.shape()[4]})))
+            .build()) {
+      org.apache.parquet.example.data.simple.SimpleGroupFactory f =
+          new org.apache.parquet.example.data.simple.SimpleGroupFactory(schema);
+      for (int v = 0; v < n; v++) {
+        org.apache.parquet.example.data.Group g = f.newGroup().append("id", String.format("v%02d", v));
+        org.apache.parquet.example.data.Group list = g.addGroup("tensor");
+        for (long i = v * per; i < (v + 1) * per; i++) {
+          org.apache.parquet.example.data.Group e = list.addGroup("list");
+          int at = (int) (i * t.itemSize());
+          switch (t) {
+            case UINT8 -> e.append("element", data.get(at) & 0xff);
+            case INT8 -> e.append("element", (int) data.get(at));
+            case UINT16 -> e.append("element", data.getShort(at) & 0xffff);
+            case INT16 -> e.append("element", (int) data.getShort(at));
+            case INT32 -> e.append("element", data.getInt(at));
+            case FLOAT16 -> e.append("element", org.apache.parquet.io.api.Binary.fromConstantByteArray(
+                java.util.Arrays.copyOfRange(file, (int) h.dataOffset() + at, (int) h.dataOffset() + at + 2)));
+            case FLOAT64 -> e.append("element", data.getDouble(at));
+            default -> e.append("element", data.getFloat(at));
+          }
+        }
+        w.write(g);
+      }
+    }
+    return p.getParent();
+  }
+
+  /**
+   * Each input dtype as a fixed_shape_tensor list column (pyarrow's layout for FixedShapeTensorArray of
+   * that value type), with pyarrow's default encoding and as plain pages: PyTorch's result, and the
+   * stored dtype in the provenance.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("listCases")
+  void fixedShapeTensorColumnsOfEveryValueTypeMatchPytorch(Golden.Case c, @TempDir Path tmp) throws Exception {
+    long[] s = header(c).shape();
+    int n = (int) s[0];
+    for (boolean pyarrowDefaults : new boolean[] {true, false}) {
+      Path dir = tmp.resolve(pyarrowDefaults ? "dict-snappy" : "plain");
+      Path in = listTable(c, dir, pyarrowDefaults);
+      Path out = dir.resolve("out");
+      // the shape from the footer's ARROW:schema, as a pyarrow file gives it (no setting)
+      Map<String, String> conf = SparkTests.conf("input", in.toString(), "output", out.toString());
+      conf.putAll(SparkTests.caseSettings(c));
+      SparkTests.Result r = SparkTests.run(conf);
+      assertThat(r.code()).as(c.name() + " exit code; stderr: " + r.err()).isZero();
+      assertThat(r.out()).as(c.name() + " summary; stderr: " + r.err()).contains("volumes       " + n + " in, " + n + " out");
+      assertOutputIs(c, out, n);
+      com.fasterxml.jackson.databind.JsonNode summary = new com.fasterxml.jackson.databind.ObjectMapper()
+          .readTree(out.resolve(VolpoolJob.SUMMARY_FILE).toFile());
+      assertThat(summary.get("provenance").get("volpool.input.dtypes").asText())
+          .isEqualTo(c.json().get("input_dtype").asText());
+    }
+  }
+
   static final Path RESCALE = Golden.dtypesDir();
 
   /** A rescale case's stored volumes as rows of the binary layout, with each row's slope (double) and intercept (float). */

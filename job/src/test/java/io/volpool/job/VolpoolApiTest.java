@@ -188,6 +188,38 @@ class VolpoolApiTest {
     }
   }
 
+  /**
+   * The transform on a file-backed table whose tensors are fixed_shape_tensor lists of int8, uint8,
+   * int16, uint16, int32 or double (as Spark reads them: tinyint, smallint, int, double arrays; Spark
+   * does not read Parquet's float16): PyTorch's result of each value as float32.
+   */
+  @Test
+  void transformTakesListColumnsOfEveryNumericTypeSparkReads(@org.junit.jupiter.api.io.TempDir java.nio.file.Path tmp)
+      throws Exception {
+    int seen = 0;
+    for (Golden.Case c : DtypeJobTest.listCases().toList()) {
+      if (c.json().get("input_dtype").asText().equals("float16")) {
+        continue;
+      }
+      java.nio.file.Path in = DtypeJobTest.listTable(c, tmp.resolve(c.name()), true);
+      Dataset<Row> table = SparkTests.spark().read().parquet(in.toString());
+      long[] s = DtypeJobTest.header(c).shape();
+      Map<String, String> opts = new java.util.HashMap<>(options(c));
+      opts.put("input.tensorShape", s[1] + "," + s[2] + "," + s[3] + "," + s[4]);
+      List<Row> got = Volpool.transform(table, opts).orderBy("id").collectAsList();
+      float[] exp = c.expected().toFloatArray();
+      int n = (int) s[0];
+      int per = exp.length / n;
+      assertThat(got).as(c.name()).hasSize(n);
+      for (int i = 0; i < n; i++) {
+        Tolerance.assertClose(floats(got.get(i).getAs("data")), Arrays.copyOfRange(exp, i * per, (i + 1) * per),
+            c.name() + " volume " + i);
+      }
+      seen++;
+    }
+    assertThat(seen).as("list cases run").isGreaterThanOrEqualTo(6);
+  }
+
   private void sqlFunctionsReproduceGoldenCasesOn(java.util.function.Function<Golden.Case, Dataset<Row>> table) {
     Volpool.register(SparkTests.spark());
     for (Golden.Case c : Golden.cases()) {

@@ -30,8 +30,8 @@ public final class VolpoolOptions {
   public static final ConfKey<FileFormat> INPUT_FORMAT = KEYS.add(ConfKey.option(PREFIX + "input.format", FileFormat.PARQUET,
       FileFormat.class, "`parquet` (one volume per row) or `npy` (one volume `[C,D,H,W]` or a batch `[N,C,D,H,W]` per file)."));
   public static final ConfKey<String> INPUT_TENSOR_COLUMN = KEYS.add(ConfKey.text(PREFIX + "input.tensorColumn", null,
-      "Parquet column holding `array<float>` tensors (pyarrow `arrow.fixed_shape_tensor`); unset: binary `data`"
-          + " column, else the only `array<float>` column."));
+      "Parquet column holding tensors as lists of numbers (pyarrow `arrow.fixed_shape_tensor` of float, double,"
+          + " halffloat, int8, uint8, int16, uint16 or int32); unset: binary `data` column, else the only such list column."));
   public static final ConfKey<String> INPUT_TENSOR_SHAPE = KEYS.add(ConfKey.text(PREFIX + "input.tensorShape", null,
       "`C,D,H,W` of every tensor in the tensor column; unset: read from the file's `ARROW:schema` metadata."));
   public static final ConfKey<Double> INPUT_RESCALE_SLOPE = KEYS.add(ConfKey.of(PREFIX + "input.rescale.slope", "1",

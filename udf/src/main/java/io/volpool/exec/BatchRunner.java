@@ -321,7 +321,7 @@ public final class BatchRunner implements TaskRun {
         item.copyStoredTo(filling.input());
       }
       fillingItems.add(item);
-      task.read(t);
+      task.read(item.storedDtype());
       peeked = null;
       volumesIn++;
       bytesIn += item.storedBytes();
@@ -361,7 +361,7 @@ public final class BatchRunner implements TaskRun {
     LOG.info("{}: volume {} {} ({}) runs alone on {}, in slabs along D: {}", taskName, item.record(), s,
         MemoryBudget.mib(s.bytes()), backend.name(device), vp.why());
     progress.start(item.storedBytes());
-    task.read(item.valueType());
+    task.read(item.storedDtype());
     try {
       if (spec.outputRows()) {
         // written across rows: the output streams out row by row as the slabs run, whatever its size

@@ -124,7 +124,7 @@ public final class SlabVolumes implements TaskRun {
           + MemoryBudget.SETTING + " (and the memory behind it) to at least " + MemoryBudget.mib(4 * one), one, budget.limit());
     }
     VolumeSource first = input.firstRow(v);
-    state.read(first.valueType());
+    state.read(first.storedDtype());
     // counted along the volume at the first row's width; made exact by the rows' reads when it is done
     storedBefore = input.storedBytesRead();
     progress.start(v.shape().numel() * first.valueType().itemSize());

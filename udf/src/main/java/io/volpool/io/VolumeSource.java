@@ -36,6 +36,14 @@ public interface VolumeSource {
     return ValueType.FLOAT32;
   }
 
+  /**
+   * The dtype the volume's values were stored as, for provenance: {@link #valueType()}, except for a
+   * Parquet list of int8 to int16, which Parquet keeps as 4-byte INT32 (read as such) but names int16.
+   */
+  default ValueType storedDtype() {
+    return valueType();
+  }
+
   /** The rescale {@link #copyTo} applies (from settings or the row's columns; known after {@link #shape()}). */
   default Rescale rescale() {
     return Rescale.IDENTITY;

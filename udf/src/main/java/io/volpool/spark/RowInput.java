@@ -55,27 +55,47 @@ public final class RowInput implements VolumeInput {
       int t = -1;
       for (int i = 0; i < schema.size(); i++) {
         StructField f = schema.fields()[i];
-        boolean floats = f.dataType() instanceof ArrayType at && at.elementType() instanceof FloatType;
-        if (tensorColumn != null ? f.name().equals(tensorColumn) : floats) {
-          if (!floats) {
-            throw new IllegalArgumentException("tensor column '" + tensorColumn + "' must be array<float>, got "
-                + f.dataType().simpleString());
+        boolean numbers = f.dataType() instanceof ArrayType at && elementDtype(at.elementType()) != null;
+        if (tensorColumn != null ? f.name().equals(tensorColumn) : numbers) {
+          if (!numbers) {
+            throw new IllegalArgumentException("tensor column '" + tensorColumn + "' must be an array of " + ELEMENTS
+                + ", got " + f.dataType().simpleString());
           }
           if (t >= 0) {
-            throw new IllegalArgumentException("several array<float> columns; name one with " + VolpoolOptions.INPUT_TENSOR_COLUMN.key());
+            throw new IllegalArgumentException("several array columns of numbers; name one with "
+                + VolpoolOptions.INPUT_TENSOR_COLUMN.key());
           }
           t = i;
         }
       }
       if (t < 0) {
         throw new IllegalArgumentException("no tensors: expected a binary 'data' column (with 'shape' and 'dtype') or an"
-            + " array<float> column, got " + schema.simpleString());
+            + " array column of " + ELEMENTS + ", got " + schema.simpleString());
       }
       if (fixed == null) {
-        throw new IllegalArgumentException("array<float> column '" + schema.fields()[t].name() + "' needs its shape:"
+        throw new IllegalArgumentException("array column '" + schema.fields()[t].name() + "' needs its shape:"
             + " set " + VolpoolOptions.INPUT_TENSOR_SHAPE.key() + "=C,D,H,W");
       }
       return new Layout(schema, id, -1, -1, -1, t, fixed, pass(schema, -1, -1, -1, t));
+    }
+
+    /** The array element types a tensor column may hold (Spark's types for pyarrow's fixed_shape_tensor values). */
+    static final String ELEMENTS = "float, double, tinyint, smallint or int";
+
+    /** The dtype an array column's elements were stored as, or null for elements that are no tensor values. */
+    static ValueType elementDtype(org.apache.spark.sql.types.DataType t) {
+      if (t instanceof FloatType) {
+        return ValueType.FLOAT32;
+      } else if (t instanceof org.apache.spark.sql.types.DoubleType) {
+        return ValueType.parse("float64");
+      } else if (t instanceof org.apache.spark.sql.types.ByteType) {
+        return ValueType.parse("int8");
+      } else if (t instanceof org.apache.spark.sql.types.ShortType) {
+        return ValueType.parse("int16");
+      } else if (t instanceof IntegerType) {
+        return ValueType.parse("int32");
+      }
+      return null;
     }
 
     private static int[] pass(StructType s, int... skip) {
@@ -173,7 +193,7 @@ public final class RowInput implements VolumeInput {
       }
       int len = row.getList(layout.tensor()).size();
       if (len != layout.fixed().numel()) {
-        throw new BadRecordException(record, "tensor column holds " + len + " floats but its fixed shape "
+        throw new BadRecordException(record, "tensor column holds " + len + " values but its fixed shape "
             + layout.fixed() + " needs " + layout.fixed().numel());
       }
       return layout.fixed();
@@ -208,6 +228,13 @@ public final class RowInput implements VolumeInput {
     }
 
     @Override
+    public ValueType storedDtype() {
+      shape();
+      return layout.tensor() < 0 ? type
+          : Layout.elementDtype(((ArrayType) layout.schema().fields()[layout.tensor()].dataType()).elementType());
+    }
+
+    @Override
     public void copyStoredTo(VolumeSink dst) {
       shape();
       if (layout.tensor() >= 0) {
@@ -231,7 +258,8 @@ public final class RowInput implements VolumeInput {
         if (v == null) {
           throw new BadRecordException(record, "tensor column has a null at element " + i);
         }
-        b.putFloat((Float) v);
+        // each number as float32 exactly as .to(torch.float32) gives it (int to float rounds to nearest even)
+        b.putFloat(((Number) v).floatValue());
         i++;
       }
       b.flip();

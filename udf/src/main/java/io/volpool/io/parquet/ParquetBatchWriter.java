@@ -142,7 +142,7 @@ public final class ParquetBatchWriter implements AutoCloseable {
       int[][] planes) throws IOException {
     long t0 = System.nanoTime();
     for (VolumeSource v : items) {
-      inputDtypes.add(v.valueType().toString());
+      inputDtypes.add(v.storedDtype().toString());
     }
     boolean planeRows = small.containsField(TensorLayout.D0);
     if (planes != null && !planeRows) {

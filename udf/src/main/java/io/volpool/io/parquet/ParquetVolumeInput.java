@@ -178,6 +178,9 @@ public final class ParquetVolumeInput implements VolumeInput {
     @Override
     public VolumeShape shape() {
       if (shape == null) {
+        if (!layout.isBinary()) {
+          type = layout.listStored();
+        }
         shape = layout.isBinary() ? binaryShape() : layout.fixedShape();
         if (whole == null) {
           whole = shape;
@@ -225,7 +228,13 @@ public final class ParquetVolumeInput implements VolumeInput {
     @Override
     public long storedBytes() {
       shape();
-      return layout.isBinary() ? dataLength : shape.bytes();
+      return layout.isBinary() ? dataLength : shape.numel() * type.itemSize();
+    }
+
+    @Override
+    public ValueType storedDtype() {
+      shape();
+      return layout.isBinary() ? type : layout.listDtype();
     }
 
     @Override
@@ -257,13 +266,21 @@ public final class ParquetVolumeInput implements VolumeInput {
 
     @Override
     public void copyStoredTo(VolumeSink dst) {
-      shape();
-      if (!layout.isBinary()) {
-        VolumeSource.super.copyStoredTo(dst);
-        return;
-      }
+      VolumeShape s = shape();
       consumed = true;
-      tensor.copyBinary(dst);
+      if (layout.isBinary()) {
+        tensor.copyBinary(dst);
+      } else {
+        copyList(dst, s);
+      }
+    }
+
+    private void copyList(VolumeSink dst, VolumeShape s) {
+      long n = tensor.copyListRow(dst, s.numel(), record, layout.tensorColumn(), gate);
+      if (n != s.numel()) {
+        throw new BadRecordException(record, "tensor column '" + layout.tensorColumn() + "' holds " + n
+            + " values but its fixed shape " + s + " needs " + s.numel());
+      }
     }
 
     @Override
@@ -273,12 +290,7 @@ public final class ParquetVolumeInput implements VolumeInput {
       if (layout.isBinary()) {
         tensor.copyBinary(WideningSink.of(dst, type, scale));
       } else {
-        long n = tensor.copyFloatRow(WideningSink.of(dst, ValueType.FLOAT32, scale), s.numel(), record, layout.tensorColumn(),
-            gate);
-        if (n != s.numel()) {
-          throw new BadRecordException(record, "tensor column '" + layout.tensorColumn() + "' holds " + n
-              + " floats but its fixed shape " + s + " needs " + s.numel());
-        }
+        copyList(WideningSink.of(dst, type, scale), s);
       }
     }
   }

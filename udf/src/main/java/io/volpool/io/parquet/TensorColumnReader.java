@@ -71,8 +71,16 @@ final class TensorColumnReader implements AutoCloseable {
   private int peekedLength = -1;
   private Binary peekedBinary;
 
+  /** How a list column's values are stored (4-byte INT32 for int8 to int32, 2 bytes for float16); null for binary. */
+  private final io.volpool.format.ValueType listType;
+  /** A dictionary-encoded or compressed list's values, re-encoded as stored before they go to the sink. */
+  private ByteBuffer scratch;
+
   TensorColumnReader(ColumnDescriptor col, CodecFactory codecs, PhaseTimes times) {
     this.col = col;
+    io.volpool.format.ValueType[] vt = col.getMaxRepetitionLevel() > 0 ? TensorLayout.valueTypes(col.getPrimitiveType())
+        : null;
+    this.listType = vt == null ? null : vt[0];
     this.maxRep = col.getMaxRepetitionLevel();
     this.maxDef = col.getMaxDefinitionLevel();
     this.times = times;
@@ -143,10 +151,10 @@ final class TensorColumnReader implements AutoCloseable {
         peekedBinary = null;
         idx++;
       } else if (stream) {
-        pages.body().seek(pages.body().pos() + Float.BYTES);
+        pages.body().seek(pages.body().pos() + listType.itemSize());
         idx++;
       } else {
-        values.readFloat();
+        values.skip();
         idx++;
       }
       if (idx >= count && chunkValuesLeft <= 0) {
@@ -232,12 +240,13 @@ final class TensorColumnReader implements AutoCloseable {
   }
 
   /**
-   * Copies one row of a list of floats, starting at the current entry (repetition level 0), into
-   * {@code sink}; the row may continue on later pages.
+   * Copies one row of a list of numbers, starting at the current entry (repetition level 0), into
+   * {@code sink} as Parquet stores them (little-endian, {@link TensorLayout#listStored()}); the row
+   * may continue on later pages.
    *
-   * @return the number of floats copied; stops with a bad record before writing past {@code expected}
+   * @return the number of values copied; stops with a bad record before writing past {@code expected}
    */
-  long copyFloatRow(VolumeSink sink, long expected, String record, String column, PageGate gate) {
+  long copyListRow(VolumeSink sink, long expected, String record, String column, PageGate gate) {
     if (!isValue()) {
       skipNull();
       throw new BadRecordException(record, "tensor column '" + column + "' is null or empty");
@@ -252,16 +261,14 @@ final class TensorColumnReader implements AutoCloseable {
       int run = j - start;
       if (n + run > expected) {
         throw new BadRecordException(record, "tensor column '" + column + "' holds more than " + expected
-            + " floats but its fixed shape needs " + expected);
+            + " values but its fixed shape needs " + expected);
       }
       long t0 = System.nanoTime();
       if (stream) {
-        readInto(sink, run * Float.BYTES);
+        readInto(sink, run * listType.itemSize());
         times.add(Phase.READ, System.nanoTime() - t0);
       } else {
-        for (int k = 0; k < run; k++) {
-          sink.putFloat(values.readFloat());
-        }
+        decodeInto(sink, run);
         times.add(Phase.DECODE, System.nanoTime() - t0);
       }
       n += run;
@@ -283,6 +290,35 @@ final class TensorColumnReader implements AutoCloseable {
         throw new BadRecordException(record, "tensor column '" + column + "' has a null at element " + n);
       }
     }
+  }
+
+  /** Decodes {@code run} values of the page and puts them into {@code sink} as Parquet stores them. */
+  private void decodeInto(VolumeSink sink, int run) {
+    if (scratch == null) {
+      scratch = ByteBuffer.allocate(64 << 10).order(ByteOrder.LITTLE_ENDIAN);
+    }
+    int size = listType.itemSize();
+    for (int k = 0; k < run; k++) {
+      if (scratch.remaining() < size) {
+        sink.put(scratch.flip());
+        scratch.clear();
+      }
+      switch (listType.dtype()) {
+        case FLOAT32 -> scratch.putFloat(values.readFloat());
+        case FLOAT64 -> scratch.putDouble(values.readDouble());
+        case INT32 -> scratch.putInt(values.readInteger());
+        case FLOAT16 -> {
+          Binary b = values.readBytes();
+          if (b.length() != 2) {
+            throw corrupt("a float16 value of " + b.length() + " bytes");
+          }
+          scratch.put(b.toByteBuffer());
+        }
+        default -> throw new IllegalStateException("no list of " + listType);
+      }
+    }
+    sink.put(scratch.flip());
+    scratch.clear();
   }
 
   private boolean loadPage(PageGate gate, boolean midValue) {

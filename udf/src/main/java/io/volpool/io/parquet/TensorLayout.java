@@ -91,14 +91,14 @@ public final class TensorLayout implements Serializable {
       List<String> candidates = new ArrayList<>();
       for (Type f : schema.getFields()) {
         ColumnDescriptor leaf = listLeaf(schema, f.getName());
-        if (leaf != null && leaf.getPrimitiveType().getPrimitiveTypeName() == PrimitiveTypeName.FLOAT) {
+        if (leaf != null && valueTypes(leaf.getPrimitiveType()) != null) {
           candidates.add(f.getName());
         }
       }
       if (candidates.size() != 1) {
         throw new IllegalArgumentException("cannot find the tensors in the input: expected a binary 'data' column"
-            + " (with 'shape' and 'dtype') or exactly one list<float> column, found " + candidates.size()
-            + " list<float> columns " + candidates + " in schema " + oneLine(schema)
+            + " (with 'shape' and 'dtype') or exactly one list column of numbers (" + LIST_VALUES + "), found "
+            + candidates.size() + " such columns " + candidates + " in schema " + oneLine(schema)
             + "; name one with " + VolpoolOptions.INPUT_TENSOR_COLUMN.key());
       }
       tensorColumn = candidates.get(0);
@@ -108,15 +108,76 @@ public final class TensorLayout implements Serializable {
           + oneLine(schema) + ")");
     }
     ColumnDescriptor leaf = listLeaf(schema, tensorColumn);
-    if (leaf == null || leaf.getPrimitiveType().getPrimitiveTypeName() != PrimitiveTypeName.FLOAT) {
-      throw new IllegalArgumentException("tensor column '" + tensorColumn + "' must be a list<float>, got "
+    if (leaf == null || valueTypes(leaf.getPrimitiveType()) == null) {
+      throw new IllegalArgumentException("tensor column '" + tensorColumn + "' must be a list of " + LIST_VALUES + ", got "
           + schema.getType(tensorColumn));
     }
     if (fixedShape == null) {
-      throw new IllegalArgumentException("tensor column '" + tensorColumn + "' holds flat float lists and the input has no"
+      throw new IllegalArgumentException("tensor column '" + tensorColumn + "' holds flat lists and the input has no"
           + " arrow.fixed_shape_tensor metadata giving their shape; set " + VolpoolOptions.INPUT_TENSOR_SHAPE.key() + "=C,D,H,W");
     }
     return new TensorLayout(schema, tensorColumn, fixedShape);
+  }
+
+  /** The element types a tensor list column may hold, as Arrow names them (pyarrow's fixed_shape_tensor value types). */
+  static final String LIST_VALUES = "float, double, halffloat, int8, uint8, int16, uint16 or int32";
+
+  /**
+   * The value types of a list column's elements: {@code [0]} as Parquet stores them (what the reader
+   * widens: int8 to int32 are all 4-byte INT32 there, float16 a 2-byte FIXED_LEN_BYTE_ARRAY), {@code [1]}
+   * the dtype the user stored (for provenance); null when the element is no number volpool takes.
+   */
+  static io.volpool.format.ValueType[] valueTypes(PrimitiveType t) {
+    io.volpool.format.Dtype physical;
+    io.volpool.format.Dtype logical;
+    LogicalTypeAnnotation a = t.getLogicalTypeAnnotation();
+    switch (t.getPrimitiveTypeName()) {
+      case FLOAT:
+        physical = io.volpool.format.Dtype.FLOAT32;
+        logical = physical;
+        break;
+      case DOUBLE:
+        physical = io.volpool.format.Dtype.FLOAT64;
+        logical = physical;
+        break;
+      case INT32:
+        physical = io.volpool.format.Dtype.INT32;
+        if (a == null) {
+          logical = physical;
+        } else if (a instanceof LogicalTypeAnnotation.IntLogicalTypeAnnotation i) {
+          logical = switch (i.getBitWidth()) {
+            case 8 -> i.isSigned() ? io.volpool.format.Dtype.INT8 : io.volpool.format.Dtype.UINT8;
+            case 16 -> i.isSigned() ? io.volpool.format.Dtype.INT16 : io.volpool.format.Dtype.UINT16;
+            case 32 -> i.isSigned() ? io.volpool.format.Dtype.INT32 : null;
+            default -> null;
+          };
+        } else {
+          logical = null;
+        }
+        break;
+      case FIXED_LEN_BYTE_ARRAY:
+        boolean half = t.getTypeLength() == 2 && a instanceof LogicalTypeAnnotation.Float16LogicalTypeAnnotation;
+        physical = half ? io.volpool.format.Dtype.FLOAT16 : null;
+        logical = physical;
+        break;
+      default:
+        return null;
+    }
+    if (physical == null || logical == null) {
+      return null;
+    }
+    return new io.volpool.format.ValueType[] {new io.volpool.format.ValueType(physical, false),
+        new io.volpool.format.ValueType(logical, false)};
+  }
+
+  /** How the tensor list column's values are stored in Parquet (null for the binary layout, whose rows say). */
+  public io.volpool.format.ValueType listStored() {
+    return isBinary() ? null : valueTypes(tensorLeaf().getPrimitiveType())[0];
+  }
+
+  /** The dtype of the tensor list column's values as the user wrote them (int16 for Arrow int16, stored as INT32). */
+  public io.volpool.format.ValueType listDtype() {
+    return isBinary() ? null : valueTypes(tensorLeaf().getPrimitiveType())[1];
   }
 
   private static boolean isInt(MessageType schema, String name) {
