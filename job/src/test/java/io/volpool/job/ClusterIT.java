@@ -275,6 +275,36 @@ class ClusterIT {
     assertThat(CrashTest.parquetChecksum(out)).isEqualTo(CrashTest.parquetChecksum(local));
   }
 
+  /**
+   * One volume stored across rows, larger than a task: its ranges of output planes are tasks, and
+   * both workers run some of them; the output equals a local one-task run's bit for bit.
+   */
+  @Test
+  void aVolumesRangesRunOnBothWorkersAndGiveTheOutputOfOneTask(@TempDir Path tmp) throws Exception {
+    io.volpool.op.VolumeShape s = new io.volpool.op.VolumeShape(2, 1024, 32, 32); // 8 MiB in 9 rows
+    VolumesAcrossRowsTest.write(tmp.resolve("in/x.parquet"), VolumesAcrossRowsTest.cut("big", 11, s, 100, 230, 300, 411,
+        600, 700, 850, 900), org.apache.parquet.hadoop.metadata.CompressionCodecName.UNCOMPRESSED);
+    Path local = tmp.resolve("local");
+    SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", local.toString(),
+        "pipeline", "avgpool3d", "device", "cpu"));
+    assertThat(r.code()).as(r.err()).isZero();
+    Path out = tmp.resolve("cluster-out");
+    int[] code = new int[1];
+    String log = submit(tmp.resolve("submit.log"), code, "spark.volpool.input=" + tmp.resolve("in"),
+        "spark.volpool.output=" + out, "spark.volpool.pipeline=avgpool3d", "spark.volpool.device=cpu",
+        "spark.volpool.output.sharedFilesystem=true", "spark.sql.files.maxPartitionBytes=1m",
+        "spark.sql.files.openCostInBytes=0");
+    assertThat(code[0]).as(log).isZero();
+    assertThat(log).contains("ranges of output planes in separate tasks").contains("volumes       1 in, 1 out");
+    for (String w : List.of("worker0", "worker1")) {
+      String stderr = executorLog(dir.resolve(w), log);
+      assertThat(stderr).as(w + " ran a range of the volume").contains("volume id=big output planes [");
+    }
+    io.volpool.op.VolumeShape o = new io.volpool.op.VolumeShape(2, 512, 16, 16);
+    VolumesAcrossRowsTest.assertBitIdentical(VolumesAcrossRowsTest.readOutput(out, Map.of("big", o)).get("big"),
+        VolumesAcrossRowsTest.readOutput(local, Map.of("big", o)).get("big"), "ranges on the cluster against one local task");
+  }
+
   @Test
   void aGpuRequestOnWorkersWithoutGpusFailsAtOnceAsASettingsError(@TempDir Path tmp) throws Exception {
     Path out = tmp.resolve("gpu-out");

@@ -67,7 +67,19 @@ public interface Backend extends AutoCloseable {
    * reading {@code src} forward and handing each slab's output to {@code dst}; its buffers are taken
    * from the budget (waiting for room: call it holding no batch). The caller drives and closes it.
    */
-  SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device);
+  default SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device) {
+    return startSlabs(plan, planes, src, dst, times, device, 0, plan.output().d());
+  }
+
+  /**
+   * As above, for output planes {@code [from, to)} only (a slab range of a volume spread over several
+   * tasks): the run's slabs are the whole volume's slabs of {@code planes} planes that lie in the range,
+   * so each output plane comes out bit for bit as in a run of the whole volume; {@code src} is read from
+   * the range's first input plane on. Needs {@code from} and {@code to} (unless it is the volume's end) to
+   * be multiples of {@code planes}: {@link SlabRanges#slabPlanes} picks such a count.
+   */
+  SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device, int from,
+      int to);
 
   /**
    * Does now, before tasks come, what the first batches would wait for: the GPU backend opens

@@ -125,12 +125,21 @@ public final class SlabInput implements AutoCloseable {
     return src.record();
   }
 
+  /** The output plane after the last slab read (the volume's end unless a range ends sooner). */
+  private int end = -1;
+
+  /** Reads no further than the slabs of output planes before {@code to} (a slab range's end). */
+  public SlabInput until(int to) {
+    this.end = to;
+    return this;
+  }
+
   /**
    * The input window of the slab of output planes {@code [o0, min(o0 + planes, D'))}, holding input
    * planes {@code plan.inputPlanes(...)}; valid until the next call. Slabs must come in order.
    */
   public FloatBuffer next(int o0) {
-    int od = plan.output().d();
+    int od = end >= 0 ? end : plan.output().d();
     if (pending != null && pendingFrom == o0) {
       await();
     } else {

@@ -250,8 +250,9 @@ public final class CpuBackend implements Backend {
    * holding no other batch.
    */
   @Override
-  public SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device) {
-    return new CpuSlabRun(plan, planes, src, dst, times);
+  public SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device,
+      int from, int to) {
+    return new CpuSlabRun(plan, planes, src, dst, times, from, to);
   }
 
   /** Runs {@code plan} over the one volume of {@code src} in slabs (tests and tools). */
@@ -274,14 +275,18 @@ public final class CpuBackend implements Backend {
     private final float[][] mid;
     private final float[] out;
     private int o0;
+    private final int end;
     private boolean closed;
 
-    CpuSlabRun(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times) {
+    CpuSlabRun(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int from, int to) {
       this.plan = plan;
       this.dst = dst;
       this.times = times;
       int stages = plan.pipeline().stages().size();
       this.t = Math.max(1, Math.min(planes, plan.output().d()));
+      io.volpool.backend.SlabRanges.check(plan, t, from, to);
+      this.o0 = from;
+      this.end = to;
       this.bytes = slabBytes(plan, t);
       long w0 = System.nanoTime();
       buffers.budget().acquire(bytes, MemoryBudget.Use.BATCHES, true, () -> "slabs of " + t + " output planes of volume "
@@ -290,7 +295,7 @@ public final class CpuBackend implements Backend {
       try {
         int window = Math.toIntExact(SlabInput.floats(plan, t));
         this.input = new SlabInput(plan, t, src, times, slabReader, FloatBuffer.wrap(new float[window]),
-            FloatBuffer.wrap(new float[window]));
+            FloatBuffer.wrap(new float[window])).until(to);
         this.mid = new float[stages][];
         for (int i = 1; i < stages; i++) {
           mid[i] = new float[Math.toIntExact(Slab.floats(plan.shape(i), plan.widestInput(i, t)))];
@@ -314,12 +319,11 @@ public final class CpuBackend implements Backend {
 
     @Override
     public boolean step() {
-      int od = plan.output().d();
-      if (o0 >= od) {
+      if (o0 >= end) {
         return false;
       }
       int stages = plan.pipeline().stages().size();
-      int o1 = Math.min(od, o0 + t);
+      int o1 = Math.min(end, o0 + t);
       float[] x = input.next(o0).array();
       Slab[] sl = plan.slabs(o0, o1);
       long k0 = System.nanoTime();

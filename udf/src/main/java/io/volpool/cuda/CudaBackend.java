@@ -400,9 +400,10 @@ public final class CudaBackend implements Backend {
   }
 
   @Override
-  public SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device) {
+  public SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device,
+      int from, int to) {
     int threads = slabReadThreads(budget.limit(), slabBytes(plan, planes), Runtime.getRuntime().availableProcessors());
-    return new CudaSlabRun(device(device), plan, planes, src, dst, times, pinned, slabReader, threads, poison);
+    return new CudaSlabRun(device(device), plan, planes, src, dst, times, pinned, slabReader, threads, poison, from, to);
   }
 
   /**

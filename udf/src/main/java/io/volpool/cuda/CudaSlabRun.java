@@ -67,6 +67,8 @@ final class CudaSlabRun implements SlabRun {
   private final long outRegionBytes;
   private FloatBuffer[] outs;
   private int o0;
+  /** The output plane after the run's last slab: the volume's end, or its range's. */
+  private final int end;
   private int slabsDone;
   /** The slab whose output waits in its region for the sink: output planes [pendingO0, pendingO1), or none. */
   private int pendingO0 = -1;
@@ -106,7 +108,7 @@ final class CudaSlabRun implements SlabRun {
 
   CudaSlabRun(CudaDevice device, SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times,
       BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned, ExecutorService reader, int readThreads,
-      boolean poison) {
+      boolean poison, int from, int to) {
     this.device = device;
     this.plan = plan;
     this.kernels = KernelPlan.of(plan.pipeline(), plan.input());
@@ -115,10 +117,15 @@ final class CudaSlabRun implements SlabRun {
     this.poison = poison;
     this.pinned = pinned;
     this.t = Math.max(1, Math.min(planes, plan.output().d()));
-    this.bytes = pinnedBytes(plan, t);
-    this.stagingBytes = SlabInput.newFloats(plan, t) * Float.BYTES;
+    io.volpool.backend.SlabRanges.check(plan, t, from, to);
+    this.o0 = from;
+    this.end = to;
+    // a range after the volume's start reads its first slab's whole window, which the whole run's
+    // first slab (clipped by the padding) may not: room for the widest window then
+    this.stagingBytes = (from > 0 ? SlabInput.floats(plan, t) : SlabInput.newFloats(plan, t)) * Float.BYTES;
+    this.bytes = 2 * stagingBytes + 2 * Slab.floats(plan.output(), t) * Float.BYTES;
     this.outRegionBytes = Slab.floats(plan.output(), t) * Float.BYTES;
-    this.hostKey = new CudaBackend.PinnedKey(device.ordinal, pinnedBytes(plan, t));
+    this.hostKey = new CudaBackend.PinnedKey(device.ordinal, bytes);
     this.slotKey = new DeviceSlot.Key(List.copyOf(deviceSizes(kernels, plan, t)));
     String what = "GPU slabs of " + t + " output planes of volume " + src.record() + " " + plan.input() + " through "
         + plan.pipeline().describe();
@@ -134,7 +141,7 @@ final class CudaSlabRun implements SlabRun {
       outs = new FloatBuffer[] {floats(2 * stagingBytes, outRegionBytes), floats(2 * stagingBytes + outRegionBytes,
           outRegionBytes)};
       input = SlabInput.newPlanesOnly(plan, t, src, times, reader, stagingA, stagingB, bytes(0, stagingBytes),
-          bytes(stagingBytes, stagingBytes), readThreads);
+          bytes(stagingBytes, stagingBytes), readThreads).until(to);
       inWindows = new CUdeviceptr[] {slot.buffers[0], slot.buffers[slot.buffers.length - 1]};
       launchBuffers = slot.buffers.clone();
     } catch (RuntimeException | Error e) {
@@ -168,12 +175,11 @@ final class CudaSlabRun implements SlabRun {
 
   @Override
   public boolean step() {
-    int od = plan.output().d();
-    if (o0 >= od) {
+    if (o0 >= end) {
       handOver();
       return false;
     }
-    int o1 = Math.min(od, o0 + t);
+    int o1 = Math.min(end, o0 + t);
     FloatBuffer x = input.next(o0);
     long xAt = x == stagingA ? 0 : stagingBytes;
     int[] window = plan.inputPlanes(o0, o1);

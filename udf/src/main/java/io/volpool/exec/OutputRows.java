@@ -31,6 +31,8 @@ final class OutputRows implements PlaneSink {
   private final MemoryBudget budget;
   private final LongConsumer planesDone;
   private final TaskState task;
+  /** The output plane after the last one this sink takes: the volume's end, or its range's. */
+  private final int end;
   private final ArrayDeque<BatchRunner.Finished> ready = new ArrayDeque<>();
   private ByteBuffer row;
   private int r0;
@@ -46,6 +48,13 @@ final class OutputRows implements PlaneSink {
    */
   OutputRows(VolumeSource first, VolumeShape out, Dtype dtype, int rowPlanes, MemoryBudget budget, TaskState task,
       LongConsumer planesDone) {
+    this(first, out, dtype, rowPlanes, budget, task, planesDone, out.d());
+  }
+
+  /** As above, for output planes up to {@code end} only (a range of the volume): the last row ends there. */
+  OutputRows(VolumeSource first, VolumeShape out, Dtype dtype, int rowPlanes, MemoryBudget budget, TaskState task,
+      LongConsumer planesDone, int end) {
+    this.end = end;
     this.dtype = dtype;
     this.task = task;
     this.first = first;
@@ -84,7 +93,7 @@ final class OutputRows implements PlaneSink {
     while (d < o1) {
       if (row == null) {
         r0 = d;
-        rn = Math.min(rowPlanes, out.d() - d);
+        rn = Math.min(rowPlanes, end - d);
         long bytes = rowBytes(out, dtype, rn);
         budget.forceAcquire(bytes, MemoryBudget.Use.BATCHES);
         held += bytes;

@@ -48,12 +48,24 @@ final class Planner {
    * @param copy the identity pipeline: planes are copied, a slab is as large as the share holds
    */
   Sizes rows(SlabPlan plan, long inputRows, boolean copy) {
+    return rows(plan, inputRows, copy, 0, plan.output().d());
+  }
+
+  /**
+   * As above for output planes {@code [from, to)} of the volume (a range that a task of its own runs):
+   * the slab's planes divide the range's bounds ({@link io.volpool.backend.SlabRanges#slabPlanes}), so
+   * its slabs are a whole run's and its output the same bits.
+   */
+  Sizes rows(SlabPlan plan, long inputRows, boolean copy, int from, int to) {
     io.volpool.format.Dtype dtype = plan.pipeline().output();
     int rowPlanes = OutputRows.rowPlanes(plan.output(), dtype, spec.outputRowBytes());
     long outRow = OutputRows.rowBytes(plan.output(), dtype, rowPlanes);
     long share = OutputRows.slabShare(budget, inputRows, outRow);
     long planeBytes = (long) plan.output().c() * plan.output().h() * plan.output().w() * Float.BYTES;
     int planes = copy ? (int) Math.min(Integer.MAX_VALUE, share / planeBytes) : backend.slabPlanes(plan, share, device);
+    if (planes >= 1) {
+      planes = io.volpool.backend.SlabRanges.slabPlanes(plan, planes, from, to);
+    }
     return new Sizes(rowPlanes, outRow, share, planes);
   }
 

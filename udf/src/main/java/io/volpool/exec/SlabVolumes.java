@@ -110,8 +110,11 @@ public final class SlabVolumes implements TaskRun {
     VolumeShape out = plan.output();
     long inRow = v.rows().stream().mapToLong(r -> (long) (r.d1() - r.d0())).max().orElse(1)
         * v.shape().c() * v.shape().h() * v.shape().w() * Float.BYTES;
+    PlaneVolume.Range range = v.range();
+    int from = range == null ? 0 : range.outFrom();
+    int to = range == null ? out.d() : range.outTo();
     // two input rows: one being read, one read ahead
-    Planner.Sizes sizes = planner.rows(plan, 2 * inRow, false);
+    Planner.Sizes sizes = planner.rows(plan, 2 * inRow, false, from, to);
     int rowPlanes = sizes.rowPlanes();
     long share = sizes.share();
     int planes = sizes.planes();
@@ -127,12 +130,14 @@ public final class SlabVolumes implements TaskRun {
     state.read(first.storedDtype());
     // counted along the volume at the first row's width; made exact by the rows' reads when it is done
     storedBefore = input.storedBytesRead();
-    progress.start(v.shape().numel() * first.valueType().itemSize());
+    progress.start(v.bytes() / Float.BYTES * first.valueType().itemSize());
     src = input.open(v);
-    rows = new OutputRows(first, out, plan.pipeline().output(), rowPlanes, budget, state, done -> slabDone(done, out.d()));
-    run = backend.startSlabs(plan, planes, src, rows, times, device);
-    LOG.info("{}: volume id={} {} -> {} in {} rows on {}, slabs of {} output planes ({} of host buffers), output rows of {}"
-        + " planes", task, v.id(), v.shape(), out, v.rows().size(), backend.name(device), run.planes(),
+    rows = new OutputRows(first, out, plan.pipeline().output(), rowPlanes, budget, state, done -> slabDone(done, to - from),
+        to);
+    // a range's slabs are the whole run's slabs of a plane count that divides its bounds: the same output bits
+    run = backend.startSlabs(plan, planes, src, rows, times, device, from, to);
+    LOG.info("{}: volume {} {} -> {} in {} rows on {}, slabs of {} output planes ({} of host buffers), output rows of {}"
+        + " planes", task, v.record(), v.shape(), out, v.rows().size(), backend.name(device), run.planes(),
         MemoryBudget.mib(run.bytes()), rowPlanes);
     return true;
   }

@@ -24,8 +24,13 @@ import org.apache.parquet.hadoop.metadata.BlockMetaData;
  * @param rows Parquet rows they hold (.npy: volumes)
  * @param volumes volumes they hold: for output across rows, the distinct ids that have a row starting at plane 0
  * @param repeatedStart for output across rows, an id with more than one row starting at plane 0 (null if none)
+ * @param planeProblem for output across rows, a volume whose rows do not hold its output planes exactly once
+ *     (a range of planes missing or written twice), named with the planes; null if every volume's are whole
  */
-public record CommittedOutput(long files, long rows, long volumes, String repeatedStart) {
+public record CommittedOutput(long files, long rows, long volumes, String repeatedStart, String planeProblem) {
+  public CommittedOutput(long files, long rows, long volumes, String repeatedStart) {
+    this(files, rows, volumes, repeatedStart, null);
+  }
 
   /** Counts the committed data files under {@code staging}; {@code rowsOut}: output across rows (d0/d1 columns). */
   public static CommittedOutput count(Path staging, boolean npy, boolean rowsOut, Configuration conf) throws IOException {
@@ -38,6 +43,7 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
         .endsWith(".npy"), npy ? ".npy" : "Parquet", skipped);
     long volumes = 0;
     java.util.Set<String> started = new java.util.HashSet<>();
+    java.util.Map<String, java.util.List<long[]>> planes = new java.util.HashMap<>();
     String[] repeated = {null};
     for (FileStatus f : files) {
       if (npy) {
@@ -49,13 +55,21 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
           volumes += s.length == 5 ? s[0] : 1;
         }
       } else if (rowsOut) {
-        // a volume across rows is its id's row that starts at plane 0: counted from the rows a reader will find
+        // a volume across rows is its id's row that starts at plane 0: counted from the rows a reader will find;
+        // and every volume's rows must hold its output planes exactly once (ranges written by separate tasks)
         volumes += SmallColumns.read(f.getPath(), "", java.util.List.of(io.volpool.io.parquet.TensorLayout.ID,
-            io.volpool.io.parquet.TensorLayout.D0), conf, (g, row, split, k) -> {
+            io.volpool.io.parquet.TensorLayout.SHAPE, io.volpool.io.parquet.TensorLayout.D0,
+            io.volpool.io.parquet.TensorLayout.D1), conf, (g, row, split, k) -> {
               Long d0 = io.volpool.io.parquet.ParquetVolumeInput.RowValues.integer(g, io.volpool.io.parquet.TensorLayout.D0);
-              if (d0 != null && d0 == 0 && !started.add(String.valueOf(io.volpool.io.parquet.ParquetVolumeInput.RowValues.id(g)))
-                  && repeated[0] == null) {
-                repeated[0] = io.volpool.io.parquet.ParquetVolumeInput.RowValues.id(g);
+              Long d1 = io.volpool.io.parquet.ParquetVolumeInput.RowValues.integer(g, io.volpool.io.parquet.TensorLayout.D1);
+              String id = String.valueOf(io.volpool.io.parquet.ParquetVolumeInput.RowValues.id(g));
+              if (d0 != null && d0 == 0 && !started.add(id) && repeated[0] == null) {
+                repeated[0] = id;
+              }
+              java.util.List<Long> shape = io.volpool.io.parquet.ParquetVolumeInput.RowValues.longList(g,
+                  io.volpool.io.parquet.TensorLayout.SHAPE);
+              if (d0 != null && d1 != null && shape != null && shape.size() == 4) {
+                planes.computeIfAbsent(id, x -> new java.util.ArrayList<>()).add(new long[] {d0, d1, shape.get(1)});
               }
             });
       } else {
@@ -66,8 +80,35 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
         }
       }
     }
-    return rowsOut && !npy ? new CommittedOutput(files.size(), volumes, started.size(), repeated[0])
+    return rowsOut && !npy ? new CommittedOutput(files.size(), volumes, started.size(), repeated[0], planeProblem(planes))
         : new CommittedOutput(files.size(), volumes, volumes, null);
+  }
+
+  /**
+   * The first volume (by id) whose output rows' planes {@code {d0, d1, D}} do not tile {@code [0, D)}
+   * exactly once, said with the planes missing or doubled; null when every volume's do.
+   */
+  static String planeProblem(java.util.Map<String, java.util.List<long[]>> planes) {
+    for (String id : new java.util.TreeSet<>(planes.keySet())) {
+      java.util.List<long[]> rows = new java.util.ArrayList<>(planes.get(id));
+      rows.sort(java.util.Comparator.comparingLong((long[] r) -> r[0]).thenComparingLong(r -> r[1]));
+      long next = 0;
+      long d = rows.get(0)[2];
+      for (long[] r : rows) {
+        if (r[0] > next) {
+          return "the committed output of id=" + id + " lacks output planes [" + next + ", " + r[0] + ") of its " + d;
+        }
+        if (r[0] < next) {
+          return "the committed output of id=" + id + " holds output planes [" + r[0] + ", " + Math.min(next, r[1])
+              + ") twice";
+        }
+        next = r[1];
+      }
+      if (next != d) {
+        return "the committed output of id=" + id + " lacks output planes [" + next + ", " + d + ") of its " + d;
+      }
+    }
+    return null;
   }
 
   /**
@@ -86,11 +127,16 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
       problems.add("the input footers hold " + plan.rows() + " " + unit + " but the tasks read " + read);
     }
     if (plan.volumes() >= 0) {
-      // volumes stored across rows: rows in and rows out differ; every volume must have gone through whole
+      // volumes stored across rows: rows in and rows out differ; every volume (or range of one) must have gone through
       long done = m.slabbedVolumes().value();
-      if (done != plan.volumes()) {
-        problems.add("the input holds " + plan.volumes() + " volumes stored across rows but the tasks finished " + done);
+      long entries = plan.tasks().stream().mapToLong(t -> t.volumes().size()).sum();
+      if (done != entries) {
+        problems.add("the input holds " + plan.volumes() + " volumes stored across rows" + (entries != plan.volumes()
+            ? " (planned as " + entries + " ranges of planes)" : "") + " but the tasks finished " + done);
       }
+    }
+    if (c.planeProblem() != null) {
+      problems.add(c.planeProblem());
     }
     if (rowsOut) {
       // output across rows: each volume written has exactly one row starting at plane 0

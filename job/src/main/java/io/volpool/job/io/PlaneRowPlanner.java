@@ -36,6 +36,15 @@ public final class PlaneRowPlanner {
 
   public static InputPlanner.Plan plan(String input, TensorLayout layout, Configuration conf, long maxPartitionBytes,
       long openCost, int cores) throws IOException {
+    return plan(input, layout, conf, maxPartitionBytes, openCost, cores, null);
+  }
+
+  /**
+   * As above; with {@code pipeline} (output across rows), a volume larger than a task is spread over
+   * several tasks, each running a range of its output planes ({@link #ranges}).
+   */
+  public static InputPlanner.Plan plan(String input, TensorLayout layout, Configuration conf, long maxPartitionBytes,
+      long openCost, int cores, io.volpool.op.Pipeline pipeline) throws IOException {
     if (!layout.inputSchema().containsField(TensorLayout.ID)) {
       throw new BadRecordException(input, "rows with d0/d1 columns hold parts of volumes, and need an 'id' column saying"
           + " which volume each row belongs to");
@@ -77,10 +86,14 @@ public final class PlaneRowPlanner {
     }
     long total = volumes.stream().mapToLong(PlaneVolume::bytes).sum();
     long max = InputPlanner.maxSplitBytes(maxPartitionBytes, openCost, total, volumes.size(), cores);
+    List<PlaneVolume> entries = new ArrayList<>();
+    for (PlaneVolume v : volumes) {
+      entries.addAll(pipeline != null && v.bytes() > max ? ranges(v, pipeline, max) : List.of(v));
+    }
     List<TaskPlan> tasks = new ArrayList<>();
     List<PlaneVolume> cur = new ArrayList<>();
     long curBytes = 0;
-    for (PlaneVolume v : volumes) {
+    for (PlaneVolume v : entries) {
       if (!cur.isEmpty() && curBytes + v.bytes() > max) {
         tasks.add(new TaskPlan(tasks.size(), List.of(), List.of(), List.copyOf(cur), curBytes));
         cur.clear();
@@ -94,6 +107,39 @@ public final class PlaneRowPlanner {
     }
     return new InputPlanner.Plan(tasks, files.size(), bytes, rows, skipped, files.isEmpty() ? null : files.get(0).getPath(),
         volumes.size());
+  }
+
+  /**
+   * Volume {@code v} as ranges of its output planes, each reading about {@code taskBytes} of input
+   * (ranges of multiples of {@link io.volpool.backend.SlabRanges#ALIGN} planes, so that every range's slabs
+   * are slabs of a whole run and the output is bit for bit a single task's). Each range lists the rows
+   * its input window (its halo included) reads; rows between two windows, which no output reads, go to
+   * the range before them, so every row is read, and each row is counted by the first range that lists it.
+   * A shape the pipeline cannot take stays whole (its task reports the bad record).
+   */
+  public static List<PlaneVolume> ranges(PlaneVolume v, io.volpool.op.Pipeline pipeline, long taskBytes) {
+    io.volpool.op.SlabPlan sp;
+    try {
+      sp = new io.volpool.op.SlabPlan(pipeline, v.shape());
+    } catch (IllegalArgumentException e) {
+      return List.of(v);
+    }
+    int od = sp.output().d();
+    long perPlane = Math.max(1, v.bytes() / od);
+    int[][] r = io.volpool.backend.SlabRanges.ranges(od, (int) Math.min(Integer.MAX_VALUE, Math.max(1, taskBytes / perPlane)));
+    if (r.length < 2) {
+      return List.of(v);
+    }
+    List<PlaneVolume> out = new ArrayList<>();
+    int owned = 0;
+    for (int k = 0; k < r.length; k++) {
+      int lo = k == 0 ? 0 : sp.inputPlanes(r[k][0], r[k][1])[0];
+      int hi = k == r.length - 1 ? v.shape().d()
+          : Math.max(sp.inputPlanes(r[k][0], r[k][1])[1], sp.inputPlanes(r[k + 1][0], r[k + 1][1])[0]);
+      out.add(v.range(r[k][0], r[k][1], lo, hi, owned));
+      owned = hi;
+    }
+    return out;
   }
 
   /**

@@ -116,7 +116,7 @@ public final class PlaneRowsInput implements AutoCloseable {
 
   /** The first row of {@code v} (its pass-through columns go to the output). Call between volumes. */
   public ParquetVolumeInput.Row firstRow(PlaneVolume v) {
-    ParquetVolumeInput.Row first = row(v, v.rows().get(0));
+    ParquetVolumeInput.Row first = row(v, v.firstRow());
     aheadTimes.moveTo(times);
     return first;
   }
@@ -152,7 +152,7 @@ public final class PlaneRowsInput implements AutoCloseable {
 
     @Override
     public String record() {
-      return "id=" + v.id();
+      return v.record();
     }
 
     @Override
@@ -175,8 +175,11 @@ public final class PlaneRowsInput implements AutoCloseable {
         float[] buf = new float[(int) (bytes / Float.BYTES)];
         VolumeSource src = row(v, r);
         src.copyTo(new FloatSink(buf));
-        rowsRead.incrementAndGet();
-        storedRead.addAndGet(src.storedBytes());
+        if (v.owns(r)) {
+          // a row in the halo of two ranges of a volume is counted by the first
+          rowsRead.incrementAndGet();
+          storedRead.addAndGet(src.storedBytes());
+        }
         return new Loaded(buf, bytes, r.d0(), r.d1());
       } catch (RuntimeException | Error e) {
         budget.release(bytes, MemoryBudget.Use.PAGES);
@@ -221,6 +224,12 @@ public final class PlaneRowsInput implements AutoCloseable {
 
     @Override
     public void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride) {
+      PlaneVolume.Row firstListed = v.rows().get(0);
+      PlaneVolume.Row lastListed = v.rows().get(v.rows().size() - 1);
+      if (d0 < firstListed.d0() || d1 > lastListed.d1()) {
+        throw new IllegalStateException(record() + ": input planes [" + d0 + ", " + d1 + ") asked for, but the rows planned"
+            + " for this task hold [" + firstListed.d0() + ", " + lastListed.d1() + ")");
+      }
       int d = d0;
       while (d < d1) {
         while (row == null || d >= row.hi()) {
