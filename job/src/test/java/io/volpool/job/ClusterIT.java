@@ -293,7 +293,10 @@ class ClusterIT {
     String log = submit(tmp.resolve("submit.log"), code, "spark.volpool.input=" + tmp.resolve("in"),
         "spark.volpool.output=" + out, "spark.volpool.pipeline=avgpool3d", "spark.volpool.device=cpu",
         "spark.volpool.output.sharedFilesystem=true", "spark.sql.files.maxPartitionBytes=1m",
-        "spark.sql.files.openCostInBytes=0");
+        "spark.sql.files.openCostInBytes=0",
+        // the ranges are short: tasks start once both executors are there, or the first one takes them all
+        "spark.scheduler.minRegisteredResourcesRatio=1.0", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
+        "spark.locality.wait=0");
     assertThat(code[0]).as(log).isZero();
     assertThat(log).contains("ranges of output planes in separate tasks").contains("volumes       1 in, 1 out");
     for (String w : List.of("worker0", "worker1")) {

@@ -144,7 +144,8 @@ class SlabRangesTest {
   /**
    * Through the job's main in a JVM of its own whose task size (spark.sql.files.maxPartitionBytes) is a
    * fraction of one volume: the volume runs as several range tasks on two cores, and the output equals
-   * the one-task run's, bit for bit, with the summary counting one volume and each input row once.
+   * the one-task run's, bit for bit, with the summary counting one volume and each input row once. On
+   * the test device (the GPU's slab runs on the GPU machine).
    */
   @Test
   void aVolumeLargerThanATaskRunsAsRangesInSeveralTasks(@TempDir Path tmp) throws Exception {
@@ -153,11 +154,11 @@ class SlabRangesTest {
         CompressionCodecName.UNCOMPRESSED);
     Path whole = tmp.resolve("whole");
     SparkTests.Result one = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", whole.toString(),
-        "pipeline", "avgpool3d", "device", "cpu"));
+        "pipeline", "avgpool3d", "device", SparkTests.device()));
     assertThat(one.code()).as(one.err()).isZero();
     Path out = tmp.resolve("ranges");
     ChildJvm.Child c = ChildJvm.start("1g", "local[2]", SparkTests.conf("input", tmp.resolve("in").toString(), "output",
-        out.toString(), "pipeline", "avgpool3d", "device", "cpu", "spark.sql.files.maxPartitionBytes", "300000",
+        out.toString(), "pipeline", "avgpool3d", "device", SparkTests.device(), "spark.sql.files.maxPartitionBytes", "300000",
         "spark.sql.files.openCostInBytes", "0"), tmp.resolve("child.log"));
     assertThat(c.waitFor(180)).as(c.output()).isZero();
     assertThat(c.output()).contains("ranges of output planes in separate tasks").contains("volumes       1 in, 1 out")
