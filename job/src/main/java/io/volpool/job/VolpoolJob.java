@@ -205,7 +205,15 @@ public final class VolpoolJob {
         p.planeRows() ? "rows" : "volumes", t0);
         ResourceWatch watch = !p.local() && !p.input().tasks().isEmpty()
             ? new ResourceWatch(spark.sparkContext(), s.resourceTimeoutSeconds()) : null) {
-      Configuration jobConf = runTasks(spark, p, out, metrics, watch);
+      // the Spark UI and the history server name the job by what it does, not by Spark's writer
+      spark.sparkContext().setJobGroup("volpool", "volpool " + describe(p.pipeline()) + ": " + s.input() + " -> "
+          + out.output() + " (" + p.input().tasks().size() + " tasks)", false);
+      Configuration jobConf;
+      try {
+        jobConf = runTasks(spark, p, out, metrics, watch);
+      } finally {
+        spark.sparkContext().clearJobGroup();
+      }
       LOG.info(progress.finalLine());
       return publish(s, p, out, jobConf, metrics, progress.timeline(), t0);
     } catch (Throwable e) {
@@ -493,7 +501,7 @@ public final class VolpoolJob {
     provenance = new LinkedHashMap<>(provenance);
     provenance.put("volpool.input.dtypes", String.join(",", new TreeSet<>(m.inputDtypes().value())));
     String backend = backends.isEmpty() ? "none (no input volumes)" : String.join(", ", backends);
-    long[] ns = m.phaseNanos().value();
+    long[] ns = m.phaseNanos();
     ns[Phase.COMMIT.ordinal()] += driverCommitNanos;
     Map<String, Double> phases = new LinkedHashMap<>();
     for (Phase ph : Phase.values()) {

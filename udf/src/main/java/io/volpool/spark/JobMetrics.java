@@ -13,14 +13,19 @@ import org.apache.spark.util.LongAccumulator;
  * inside the partition function.
  */
 public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWritten, LongAccumulator filesWritten,
-    LongAccumulator bytesIn, LongAccumulator bytesOut, LongAccumulator batches, LongArrayAccumulator phaseNanos,
+    LongAccumulator bytesIn, LongAccumulator bytesOut, LongAccumulator batches,
+    java.util.EnumMap<Phase, org.apache.spark.util.DoubleAccumulator> phaseSeconds,
     MaxAccumulator peakBudgetBytes, MaxAccumulator peakHeapBytes, CollectionAccumulator<String> backends,
     LongAccumulator slabbedVolumes, LongAccumulator volumeStarts, CollectionAccumulator<String> inputDtypes)
     implements Serializable {
 
   public static JobMetrics register(SparkContext sc) {
-    LongArrayAccumulator phases = new LongArrayAccumulator(Phase.values().length);
-    sc.register(phases, "volpool.phaseNanos");
+    // one accumulator a phase, in seconds summed over tasks, named as the summary names it: the stage page
+    // and the event log show "volpool time: read (s)  37.2", not an array
+    java.util.EnumMap<Phase, org.apache.spark.util.DoubleAccumulator> phases = new java.util.EnumMap<>(Phase.class);
+    for (Phase p : Phase.values()) {
+      phases.put(p, sc.doubleAccumulator(phaseName(p)));
+    }
     MaxAccumulator budget = new MaxAccumulator();
     sc.register(budget, "volpool.peakBudgetBytes");
     MaxAccumulator heap = new MaxAccumulator();
@@ -30,5 +35,19 @@ public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWri
         sc.longAccumulator("volpool.bytesOut"), sc.longAccumulator("volpool.batches"), phases, budget, heap,
         sc.collectionAccumulator("volpool.backends"), sc.longAccumulator("volpool.slabbedVolumes"),
         sc.longAccumulator("volpool.volumeStarts"), sc.collectionAccumulator("volpool.inputDtypes"));
+  }
+
+  /** The accumulator of phase {@code p}'s seconds, as the Spark UI shows it: {@code volpool time: read (s)}. */
+  public static String phaseName(Phase p) {
+    return "volpool time: " + p.label() + " (s)";
+  }
+
+  /** Nanoseconds of every phase, summed over the tasks, in {@link Phase} order. */
+  public long[] phaseNanos() {
+    long[] ns = new long[Phase.values().length];
+    for (Phase p : Phase.values()) {
+      ns[p.ordinal()] = Math.round(phaseSeconds.get(p).value() * 1e9);
+    }
+    return ns;
   }
 }

@@ -183,7 +183,9 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
       timed += ns[p.ordinal()];
     }
     ns[Phase.OTHER.ordinal()] = Math.max(0, System.nanoTime() - state.started() - timed);
-    metrics.phaseNanos().add(ns);
+    for (Phase p : Phase.values()) {
+      metrics.phaseSeconds().get(p).add(ns[p.ordinal()] / 1e9);
+    }
     metrics.peakBudgetBytes().add(budget.peak());
     metrics.peakHeapBytes().add(state.peakHeap());
     if (runner.volumesIn() > 0) {

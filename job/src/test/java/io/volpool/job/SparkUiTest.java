@@ -1,0 +1,87 @@
+package io.volpool.job;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.volpool.backend.Phase;
+import io.volpool.spark.JobMetrics;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.AccumulableInfo;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What the Spark UI, the history server and the event log show of a run (issue 35, item 2), read from
+ * the listener events they are built from: the job is described by its pipeline, input and output
+ * (not "runJob at SparkHadoopWriter.scala"), and its stage carries one accumulator a phase by the
+ * summary's name, in seconds, whose sum is the summary's.
+ */
+class SparkUiTest {
+  @Test
+  void theJobIsDescribedAndItsStageShowsEachPhaseBySeconds(@TempDir Path tmp) throws Exception {
+    SparkContext sc = SparkTests.spark().sparkContext();
+    Map<String, String> descriptions = new ConcurrentHashMap<>();
+    Map<String, Object> accumulables = new ConcurrentHashMap<>();
+    SparkListener l = new SparkListener() {
+      @Override
+      public void onJobStart(SparkListenerJobStart e) {
+        String d = e.properties() == null ? null : e.properties().getProperty("spark.job.description");
+        if (d != null) {
+          descriptions.put(String.valueOf(e.jobId()), d);
+        }
+      }
+
+      @Override
+      public void onStageCompleted(SparkListenerStageCompleted e) {
+        scala.collection.Iterator<AccumulableInfo> it = e.stageInfo().accumulables().values().iterator();
+        while (it.hasNext()) {
+          AccumulableInfo a = it.next();
+          if (a.name().isDefined() && a.value().isDefined()) {
+            accumulables.put(a.name().get(), a.value().get());
+          }
+        }
+      }
+    };
+    sc.addSparkListener(l);
+    Path out = tmp.resolve("out");
+    try {
+      SparkTests.Result r = SparkTests.run(JobEndToEndTest.seedConf(JobEndToEndTest.SEED.dir()
+          .resolve("volumes_binary.parquet"), "parquet", out));
+      assertThat(r.code()).as(r.err()).isZero();
+      String read = JobMetrics.phaseName(Phase.READ);
+      for (long end = System.nanoTime() + 10_000_000_000L; !accumulables.containsKey(read) && System.nanoTime() < end; ) {
+        Thread.sleep(10);
+      }
+    } finally {
+      sc.removeSparkListener(l);
+    }
+    assertThat(descriptions.values()).as("job descriptions").anySatisfy(d -> assertThat(d).startsWith("volpool fused(")
+        .contains("volumes_binary.parquet -> ").contains(out.getFileName().toString()));
+    com.fasterxml.jackson.databind.JsonNode summary = new com.fasterxml.jackson.databind.ObjectMapper()
+        .readTree(out.resolve(VolpoolJob.SUMMARY_FILE).toFile());
+    double kernels = 0;
+    for (Phase p : Phase.values()) {
+      double inSummary = summary.get("phase_seconds_summed_over_tasks").get(p.label()).asDouble();
+      if (inSummary == 0) {
+        continue; // Spark shows an accumulator where some task added to it (on the CPU nothing waits for a GPU)
+      }
+      assertThat(accumulables).as("the stage's accumulators").containsKey(JobMetrics.phaseName(p));
+      Object v = accumulables.get(JobMetrics.phaseName(p));
+      assertThat(v).as(p.label()).isInstanceOf(Double.class);
+      if (p != Phase.COMMIT) {
+        // the summary adds the driver's commit to the tasks' own
+        assertThat((Double) v).as(p.label() + " seconds against the summary's")
+            .isCloseTo(summary.get("phase_seconds_summed_over_tasks").get(p.label()).asDouble(), org.assertj.core.data.Offset.offset(2e-6));
+      }
+      kernels += p == Phase.KERNELS ? (Double) v : 0;
+    }
+    assertThat(kernels).as("kernel seconds").isPositive();
+    assertThat(accumulables).as("no array of nanoseconds").doesNotContainKey("volpool.phaseNanos");
+    assertThat(accumulables.get("volpool.volumesRead")).isEqualTo(2L);
+  }
+}
