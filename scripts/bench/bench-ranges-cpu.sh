@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 33's CPU benchmark: one volume stored across rows through avgpool3d on the CPU backend, as ranges of
 # its output planes in several tasks (the default task size, spark.sql.files.maxPartitionBytes=128m) against
-# one task for the whole volume (a task size larger than the volume), alternated ROUNDS times in one run.
+# one task for the whole volume (spark.volpool.input.spreadVolumes=false, as before ranges), alternated ROUNDS
+# times in one run.
 # The volume ([C, D, 256, 256] float32, C x D x 256 KiB) is written by numpy as one .npy and cut into rows of
 # 16 MiB by the job itself (identity, output.layout=rows). Needs numpy and a built job
 # (mvn -q -B -DskipTests package). Env: C (default 6), D (1024), ROUNDS (2), DIR (/tmp/volpool-ranges),
@@ -28,23 +29,24 @@ np.save('$DIR/npy/big.npy', v)
 common=(--master "$MASTER" --conf spark.ui.enabled=false --conf spark.volpool.device=cpu)
 VOLPOOL_JAVA_OPTS=${VOLPOOL_JAVA_OPTS:--Xmx6g} "$root/scripts/volpool" "${common[@]}" \
   --conf spark.volpool.input="$DIR/npy" --conf spark.volpool.input.format=npy --conf spark.volpool.output="$DIR/rows" \
-  --conf spark.volpool.pipeline=identity --conf spark.volpool.output.layout=rows --conf spark.volpool.output.rowBytes=16m \
+  --conf spark.volpool.pipeline=identity --conf spark.volpool.output.format=parquet --conf spark.volpool.output.layout=rows \
+  --conf spark.volpool.output.rowBytes=16m \
   >>"$LOG" 2>&1
 log "rows: $(du -sh "$DIR/rows" | cut -f1) in $(find "$DIR/rows" -name '*.parquet' | wc -l) file(s)"
 run() {
-  local name=$1 task=$2
-  log "run $name (spark.sql.files.maxPartitionBytes=$task)"
+  local name=$1 spread=$2
+  log "run $name (spark.volpool.input.spreadVolumes=$spread)"
   VOLPOOL_JAVA_OPTS=${VOLPOOL_JAVA_OPTS:--Xmx6g} "$root/scripts/volpool" "${common[@]}" \
     --conf spark.volpool.input="$DIR/rows" --conf spark.volpool.output="$DIR/out-$name" \
     --conf spark.volpool.pipeline=avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 \
     --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 \
-    --conf spark.sql.files.maxPartitionBytes="$task" >"$OUT/$name.log" 2>&1
+    --conf spark.volpool.input.spreadVolumes="$spread" >"$OUT/$name.log" 2>&1
   grep -E "ranges of output planes|volumes  |rows  |bytes  |wall time|throughput|timeline|memory " "$OUT/$name.log" | tee -a "$LOG"
   cp "$DIR/out-$name/_volpool_summary.json" "$OUT/$name.summary.json"
   rm -rf "$DIR/out-$name"
 }
 for r in $(seq 1 "$ROUNDS"); do
-  run "one-task-r$r" 1t
-  run "ranges-r$r" 128m
+  run "one-task-r$r" false
+  run "ranges-r$r" true
 done
 log "done"

@@ -289,7 +289,7 @@ public final class VolpoolJob {
       // volumes stored across rows: the rows of each volume are found and checked on the driver
       // written across rows (Parquet), a volume larger than a task runs as ranges of its planes in several tasks
       plan = PlaneRowPlanner.plan(s.input(), layout, conf, maxPartition, openCost, cores,
-          s.outputFormat() == FileFormat.NPY ? null : pipeline);
+          s.outputFormat() == FileFormat.NPY || !s.spreadVolumes() ? null : pipeline);
       long entries = plan.tasks().stream().mapToLong(t -> t.volumes().size()).sum();
       LOG.info("volpool: {} input rows hold {} volume(s) stored across rows; they run in slabs along D{}",
           plan.rows(), plan.volumes(), entries > plan.volumes() ? ", the largest as " + entries + " ranges of output"

@@ -154,8 +154,10 @@ class SlabRangesTest {
         CompressionCodecName.UNCOMPRESSED);
     Path whole = tmp.resolve("whole");
     SparkTests.Result one = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", whole.toString(),
-        "pipeline", "avgpool3d", "device", SparkTests.device()));
+        "pipeline", "avgpool3d", "device", SparkTests.device(), "input.spreadVolumes", "false"));
     assertThat(one.code()).as(one.err()).isZero();
+    assertThat(one.out()).as("spreadVolumes=false: the volume in one task").contains("1 file, 1 slabbed");
+    assertThat(one.err()).doesNotContain("ranges of output planes");
     Path out = tmp.resolve("ranges");
     ChildJvm.Child c = ChildJvm.start("1g", "local[2]", SparkTests.conf("input", tmp.resolve("in").toString(), "output",
         out.toString(), "pipeline", "avgpool3d", "device", SparkTests.device(), "spark.sql.files.maxPartitionBytes", "300000",

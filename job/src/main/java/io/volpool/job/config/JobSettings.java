@@ -193,6 +193,7 @@ public final class JobSettings {
     final OutputLayout outputLayout = VolpoolOptions.OUTPUT_LAYOUT.get(values);
     final io.volpool.conf.OutputDtype outputDtype = VolpoolOptions.OUTPUT_DTYPE.get(values);
     final boolean outputSharedFilesystem = VolpoolOptions.OUTPUT_SHARED_FS.get(values);
+    final boolean spreadVolumes = VolpoolOptions.SPREAD_VOLUMES.get(values);
     final int resourceTimeoutSeconds = VolpoolOptions.RESOURCE_TIMEOUT.get(values);
     final String tensorColumn = VolpoolOptions.INPUT_TENSOR_COLUMN.raw(values);
     final VolumeShape tensorShape = parseTensorShape();
@@ -361,6 +362,11 @@ public final class JobSettings {
 
   public boolean outputSharedFilesystem() {
     return p.outputSharedFilesystem;
+  }
+
+  /** Whether a volume across rows larger than a task runs as ranges of its planes in several tasks. */
+  public boolean spreadVolumes() {
+    return p.spreadVolumes;
   }
 
   /** The memory budget in bytes; 0 for {@code auto} (half of each executor's heap). */
