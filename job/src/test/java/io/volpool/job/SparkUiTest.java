@@ -18,8 +18,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * What the Spark UI, the history server and the event log show of a run (issue 35, item 2), read from
  * the listener events they are built from: the job is described by its pipeline, input and output
- * (not "runJob at SparkHadoopWriter.scala"), and its stage carries one accumulator a phase by the
- * summary's name, in seconds, whose sum is the summary's.
+ * (not "runJob at SparkHadoopWriter.scala"), its stage carries one accumulator a phase by the
+ * summary's name, in seconds, whose sum is the summary's, and Spark's own input metrics of the stage are
+ * the bytes and volumes volpool read (issue 35, item 1).
  */
 class SparkUiTest {
   @Test
@@ -27,6 +28,7 @@ class SparkUiTest {
     SparkContext sc = SparkTests.spark().sparkContext();
     Map<String, String> descriptions = new ConcurrentHashMap<>();
     Map<String, Object> accumulables = new ConcurrentHashMap<>();
+    java.util.List<long[]> inputs = new java.util.concurrent.CopyOnWriteArrayList<>();
     SparkListener l = new SparkListener() {
       @Override
       public void onJobStart(SparkListenerJobStart e) {
@@ -38,6 +40,8 @@ class SparkUiTest {
 
       @Override
       public void onStageCompleted(SparkListenerStageCompleted e) {
+        org.apache.spark.executor.InputMetrics in = e.stageInfo().taskMetrics().inputMetrics();
+        inputs.add(new long[] {in.bytesRead(), in.recordsRead()});
         scala.collection.Iterator<AccumulableInfo> it = e.stageInfo().accumulables().values().iterator();
         while (it.hasNext()) {
           AccumulableInfo a = it.next();
@@ -83,5 +87,9 @@ class SparkUiTest {
     assertThat(kernels).as("kernel seconds").isPositive();
     assertThat(accumulables).as("no array of nanoseconds").doesNotContainKey("volpool.phaseNanos");
     assertThat(accumulables.get("volpool.volumesRead")).isEqualTo(2L);
+    // Spark's own input metrics of the stage (its page's "Input" column, the REST API): the bytes and volumes read
+    assertThat(inputs).as("stages' input bytes and records").anySatisfy(v -> assertThat(v)
+        .containsExactly(summary.get("bytes_in").asLong(), 2L));
+    assertThat(summary.get("bytes_in").asLong()).isEqualTo(2L * 3 * 16 * 32 * 32 * 4);
   }
 }

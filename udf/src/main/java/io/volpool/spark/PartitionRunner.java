@@ -101,14 +101,17 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     }
     String backendName = backend.name(device);
     long[] reported = new long[2]; // volumes and bytes read that the accumulators already hold
-    runner.onRead(() -> progress(runner, reported));
+    // Spark's own input metrics (the stage page's input, the REST API, the event log): what volpool reads is
+    // no Hadoop RDD, so they are counted here as the accumulators are, volumes (or rows) and stored bytes
+    org.apache.spark.executor.InputMetrics input = tc == null ? null : tc.taskMetrics().inputMetrics();
+    runner.onRead(() -> progress(runner, reported, input));
     if (tc != null) {
       tc.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) ctx -> {
         try {
           runner.close();
         } finally {
           CURRENT.remove();
-          report(state, runner, backendName, budget, reported);
+          report(state, runner, backendName, budget, reported, input);
         }
       });
     }
@@ -135,7 +138,7 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
                 + " use; give executors more memory or lower " + VolpoolOptions.MEMORY_BUDGET.key(), e);
           }
           state.sampleHeap();
-          progress(runner, reported);
+          progress(runner, reported, input);
           if (pending == null) {
             done = true;
           }
@@ -159,17 +162,22 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
    * Adds what was read since the last call to the accumulators as the task goes, so the values its
    * executor sends with each heartbeat move the driver's progress line during the task.
    */
-  private void progress(TaskRun runner, long[] reported) {
+  private void progress(TaskRun runner, long[] reported, org.apache.spark.executor.InputMetrics inputMetrics) {
     long v = runner.volumesIn();
     long b = runner.bytesIn();
     metrics.volumesRead().add(v - reported[0]);
     metrics.bytesIn().add(b - reported[1]);
+    if (inputMetrics != null) {
+      inputMetrics.incRecordsRead(v - reported[0]);
+      inputMetrics.incBytesRead(b - reported[1]);
+    }
     reported[0] = v;
     reported[1] = b;
   }
 
-  private void report(TaskState state, TaskRun runner, String backendName, MemoryBudget budget, long[] reported) {
-    progress(runner, reported);
+  private void report(TaskState state, TaskRun runner, String backendName, MemoryBudget budget, long[] reported,
+      org.apache.spark.executor.InputMetrics input) {
+    progress(runner, reported, input);
     metrics.volumesWritten().add(state.volumesWritten());
     metrics.volumeStarts().add(state.volumeStarts());
     metrics.filesWritten().add(state.filesWritten());
