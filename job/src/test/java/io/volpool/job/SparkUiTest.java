@@ -41,7 +41,8 @@ class SparkUiTest {
       @Override
       public void onStageCompleted(SparkListenerStageCompleted e) {
         org.apache.spark.executor.InputMetrics in = e.stageInfo().taskMetrics().inputMetrics();
-        inputs.add(new long[] {in.bytesRead(), in.recordsRead()});
+        org.apache.spark.executor.OutputMetrics o = e.stageInfo().taskMetrics().outputMetrics();
+        inputs.add(new long[] {in.bytesRead(), in.recordsRead(), o.bytesWritten(), o.recordsWritten()});
         scala.collection.Iterator<AccumulableInfo> it = e.stageInfo().accumulables().values().iterator();
         while (it.hasNext()) {
           AccumulableInfo a = it.next();
@@ -88,8 +89,8 @@ class SparkUiTest {
     assertThat(accumulables).as("no array of nanoseconds").doesNotContainKey("volpool.phaseNanos");
     assertThat(accumulables.get("volpool.volumesRead")).isEqualTo(2L);
     // Spark's own input metrics of the stage (its page's "Input" column, the REST API): the bytes and volumes read
-    assertThat(inputs).as("stages' input bytes and records").anySatisfy(v -> assertThat(v)
-        .containsExactly(summary.get("bytes_in").asLong(), 2L));
+    assertThat(inputs).as("stages' input and output bytes and records").anySatisfy(v -> assertThat(v)
+        .containsExactly(summary.get("bytes_in").asLong(), 2L, summary.get("bytes_out").asLong(), 2L));
     assertThat(summary.get("bytes_in").asLong()).isEqualTo(2L * 3 * 16 * 32 * 32 * 4);
   }
 }

@@ -112,6 +112,11 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
         } finally {
           CURRENT.remove();
           report(state, runner, backendName, budget, reported, input);
+          // Spark's writer has set its output metrics by now (records: the batches it was handed; bytes: what went
+          // through Hadoop's streams, none for local files): what volpool wrote instead, volumes and their bytes
+          org.apache.spark.executor.OutputMetrics output = ctx.taskMetrics().outputMetrics();
+          output.setRecordsWritten(state.volumeStarts());
+          output.setBytesWritten(runner.bytesOut());
         }
       });
     }
