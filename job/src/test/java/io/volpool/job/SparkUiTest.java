@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.volpool.backend.Phase;
 import io.volpool.spark.JobMetrics;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkContext;
@@ -92,5 +93,45 @@ class SparkUiTest {
     assertThat(inputs).as("stages' input and output bytes and records").anySatisfy(v -> assertThat(v)
         .containsExactly(summary.get("bytes_in").asLong(), 2L, summary.get("bytes_out").asLong(), 2L));
     assertThat(summary.get("bytes_in").asLong()).isEqualTo(2L * 3 * 16 * 32 * 32 * 4);
+  }
+
+  /**
+   * The executor's gauges in Spark's metrics system (issue 35, item 3), through a sink as a cluster's
+   * dashboards get them: a run in a JVM of its own with the plugin and the CSV sink writes each volpool
+   * gauge, and the last values are the run's volumes and bytes.
+   */
+  @Test
+  void thePluginsGaugesReachSparksMetricsSinks(@TempDir Path tmp) throws Exception {
+    Path csv = java.nio.file.Files.createDirectories(tmp.resolve("metrics"));
+    Path out = tmp.resolve("out");
+    Map<String, String> conf = JobEndToEndTest.seedConf(JobEndToEndTest.SEED.dir().resolve("volumes_binary.parquet"),
+        "parquet", out);
+    conf.put("spark.plugins", "io.volpool.spark.VolpoolPlugin");
+    conf.put("spark.metrics.conf.*.sink.csv.class", "org.apache.spark.metrics.sink.CsvSink");
+    conf.put("spark.metrics.conf.*.sink.csv.period", "1");
+    conf.put("spark.metrics.conf.*.sink.csv.unit", "seconds");
+    conf.put("spark.metrics.conf.*.sink.csv.directory", csv.toString());
+    ChildJvm.Child c = ChildJvm.start("1g", "local[2]", conf, tmp.resolve("child.log"));
+    assertThat(c.waitFor(180)).as(c.output()).isZero();
+    Map<String, Long> last = new java.util.HashMap<>();
+    try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(csv)) {
+      for (Path f : files.toList()) {
+        String name = f.getFileName().toString();
+        int at = name.indexOf("plugin.io.volpool.spark.VolpoolPlugin.");
+        if (at < 0) {
+          continue;
+        }
+        List<String> lines = java.nio.file.Files.readAllLines(f);
+        String value = lines.get(lines.size() - 1).split(",")[1];
+        last.put(name.substring(at + "plugin.io.volpool.spark.VolpoolPlugin.".length()).replace(".csv", ""),
+            Long.parseLong(value.trim()));
+      }
+    }
+    assertThat(last).as("volpool gauges in " + csv).containsKeys("volumesRead", "bytesRead", "volumesWritten",
+        "bytesWritten", "tasksFinished", "budgetBytesInUse", "budgetBytesPeak", "budgetBytesLimit");
+    assertThat(last.get("volumesRead")).isEqualTo(2L);
+    assertThat(last.get("bytesRead")).isEqualTo(2L * 3 * 16 * 32 * 32 * 4);
+    assertThat(last.get("volumesWritten")).isEqualTo(2L);
+    assertThat(last.get("budgetBytesPeak")).isPositive();
   }
 }

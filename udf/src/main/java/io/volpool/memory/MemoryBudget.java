@@ -60,6 +60,11 @@ public final class MemoryBudget {
    * The budget of this JVM, created with {@code limit} bytes on first use. A later call with another
    * limit replaces it only while nothing is held (tests run jobs with different settings in one JVM).
    */
+  /** The budget of this JVM, or null before the first task (or runtime) made one. */
+  public static synchronized MemoryBudget jvmOrNull() {
+    return jvm;
+  }
+
   public static synchronized MemoryBudget forJvm(long limit) {
     if (jvm != null && jvm.limit != limit) {
       for (Runnable e : jvm.evictors) {

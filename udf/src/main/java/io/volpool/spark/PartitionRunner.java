@@ -117,6 +117,11 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
           org.apache.spark.executor.OutputMetrics output = ctx.taskMetrics().outputMetrics();
           output.setRecordsWritten(state.volumeStarts());
           output.setBytesWritten(runner.bytesOut());
+          if (ctx.isCompleted() && !ctx.isFailed()) {
+            ExecutorCounters.VOLUMES_WRITTEN.addAndGet(state.volumeStarts());
+            ExecutorCounters.BYTES_WRITTEN.addAndGet(runner.bytesOut());
+            ExecutorCounters.TASKS.incrementAndGet();
+          }
         }
       });
     }
@@ -172,6 +177,8 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     long b = runner.bytesIn();
     metrics.volumesRead().add(v - reported[0]);
     metrics.bytesIn().add(b - reported[1]);
+    ExecutorCounters.VOLUMES_READ.addAndGet(v - reported[0]);
+    ExecutorCounters.BYTES_READ.addAndGet(b - reported[1]);
     if (inputMetrics != null) {
       inputMetrics.incRecordsRead(v - reported[0]);
       inputMetrics.incBytesRead(b - reported[1]);

@@ -38,6 +38,10 @@ public final class VolpoolPlugin implements SparkPlugin {
     return new ExecutorPlugin() {
       @Override
       public void init(PluginContext ctx, Map<String, String> extraConf) {
+        // the executor's gauges in Spark's metrics system (its sinks: Prometheus servlet, JMX, CSV), as
+        // plugin.io.volpool.spark.VolpoolPlugin.NAME
+        ExecutorCounters.gauges().forEach((name, value) -> ctx.metricRegistry().register(name,
+            (com.codahale.metrics.Gauge<Long>) value::getAsLong));
         if ("driver".equals(ctx.executorID())) {
           LOG.info("volpool plugin: local mode, the job warms the backend when it starts");
           return;
