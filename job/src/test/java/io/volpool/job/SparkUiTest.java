@@ -134,4 +134,47 @@ class SparkUiTest {
     assertThat(last.get("volumesWritten")).isEqualTo(2L);
     assertThat(last.get("budgetBytesPeak")).isPositive();
   }
+
+  /**
+   * {@code scripts/volpool report EVENT_LOG} (issue 35, item 5): the report of a run's event log, written
+   * by a run in a JVM of its own, says what the run's summary says: volumes and bytes in and out, each
+   * phase's seconds, and the tasks per executor.
+   */
+  @Test
+  void theReportOfAnEventLogEqualsTheRunsSummary(@TempDir Path tmp) throws Exception {
+    Path events = java.nio.file.Files.createDirectories(tmp.resolve("events"));
+    Path out = tmp.resolve("out");
+    Map<String, String> conf = JobEndToEndTest.seedConf(JobEndToEndTest.SEED.dir().resolve("volumes_binary.parquet"),
+        "parquet", out);
+    conf.put("spark.eventLog.enabled", "true");
+    conf.put("spark.eventLog.dir", events.toUri().toString());
+    ChildJvm.Child c = ChildJvm.start("1g", "local[2]", conf, tmp.resolve("child.log"));
+    assertThat(c.waitFor(180)).as(c.output()).isZero();
+    Path log;
+    try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(events)) {
+      log = files.filter(p -> !p.getFileName().toString().endsWith(".inprogress")).findFirst().orElseThrow();
+    }
+    EventLogReport.Report r = EventLogReport.read(new org.apache.hadoop.fs.Path(log.toUri()),
+        new org.apache.hadoop.conf.Configuration());
+    com.fasterxml.jackson.databind.JsonNode summary = new com.fasterxml.jackson.databind.ObjectMapper()
+        .readTree(out.resolve(VolpoolJob.SUMMARY_FILE).toFile());
+    assertThat(r.description()).startsWith("volpool fused(");
+    assertThat(r.volumesRead()).isEqualTo(summary.get("volumes_in").asLong()).isEqualTo(2);
+    assertThat(r.volumesWritten()).isEqualTo(summary.get("volumes_out").asLong());
+    assertThat(r.bytesIn()).isEqualTo(summary.get("bytes_in").asLong());
+    assertThat(r.bytesOut()).isEqualTo(summary.get("bytes_out").asLong());
+    for (Phase p : Phase.values()) {
+      if (p != Phase.COMMIT) {
+        assertThat(r.phaseSeconds().get(p.label())).as(p.label()).isCloseTo(
+            summary.get("phase_seconds_summed_over_tasks").get(p.label()).asDouble(), org.assertj.core.data.Offset.offset(2e-6));
+      }
+    }
+    assertThat(r.executors()).hasSize(1);
+    assertThat(r.executors().values().iterator().next()[2]).as("volumes read by the executor").isEqualTo(2);
+    assertThat(r.wallSeconds()).isPositive();
+    java.io.ByteArrayOutputStream text = new java.io.ByteArrayOutputStream();
+    EventLogReport.print(r, new java.io.PrintStream(text, true, java.nio.charset.StandardCharsets.UTF_8));
+    assertThat(text.toString(java.nio.charset.StandardCharsets.UTF_8)).contains("volumes       2 read, 2 written")
+        .contains("kernels");
+  }
 }
