@@ -208,11 +208,14 @@ public final class VolpoolJob {
       // the Spark UI and the history server name the job by what it does, not by Spark's writer
       spark.sparkContext().setJobGroup("volpool", "volpool " + describe(p.pipeline()) + ": " + s.input() + " -> "
           + out.output() + " (" + p.input().tasks().size() + " tasks)", false);
+      // and its stage by the pipeline, not "runJob at SparkHadoopWriter.scala:85"
+      spark.sparkContext().setCallSite("volpool " + p.pipeline().describe());
       Configuration jobConf;
       try {
         jobConf = runTasks(spark, p, out, metrics, watch);
       } finally {
         spark.sparkContext().clearJobGroup();
+        spark.sparkContext().clearCallSite();
       }
       LOG.info(progress.finalLine());
       return publish(s, p, out, jobConf, metrics, progress.timeline(), t0);

@@ -177,4 +177,53 @@ class SparkUiTest {
     assertThat(text.toString(java.nio.charset.StandardCharsets.UTF_8)).contains("volumes       2 read, 2 written")
         .contains("kernels");
   }
+
+  /**
+   * The Spark UI itself, in local mode with the UI on (a JVM of its own, as a notebook's driver runs the
+   * job): the REST API's stage shows input bytes equal to the bytes read, input records equal to the
+   * volumes, output records equal to the volumes written, and the phase accumulators by name; the job is
+   * described; a scrape of the Prometheus servlet lists the plugin's volpool gauges.
+   */
+  @Test
+  void theRestApiAndThePrometheusServletShowTheRun(@TempDir Path tmp) throws Exception {
+    int port;
+    try (java.net.ServerSocket sock = new java.net.ServerSocket(0)) {
+      port = sock.getLocalPort();
+    }
+    Path saved = tmp.resolve("ui");
+    Path out = tmp.resolve("out");
+    List<String> args = new java.util.ArrayList<>(List.of(String.valueOf(port), saved.toString(), "0"));
+    JobEndToEndTest.seedConf(JobEndToEndTest.SEED.dir().resolve("volumes_binary.parquet"), "parquet", out)
+        .forEach((k, v) -> args.addAll(List.of("--conf", k + "=" + v)));
+    ProcessBuilder pb = new ProcessBuilder(ChildJvm.command("1g", UiApp.class.getName(), args)).redirectErrorStream(true)
+        .redirectOutput(tmp.resolve("ui-app.log").toFile());
+    pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+    Process p = pb.start();
+    assertThat(p.waitFor(180, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    String log = java.nio.file.Files.readString(tmp.resolve("ui-app.log"));
+    assertThat(log).as(log).contains("UI-APP exit 0").contains("UI-APP saved");
+    com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+    com.fasterxml.jackson.databind.JsonNode summary = json.readTree(out.resolve(VolpoolJob.SUMMARY_FILE).toFile());
+    com.fasterxml.jackson.databind.JsonNode stage = null;
+    for (com.fasterxml.jackson.databind.JsonNode st : json.readTree(saved.resolve("stages.json").toFile())) {
+      if (st.path("inputRecords").asLong() > 0) {
+        stage = st;
+      }
+    }
+    assertThat(stage).as("a stage with input in " + java.nio.file.Files.readString(saved.resolve("stages.json"))).isNotNull();
+    assertThat(stage.path("name").asText()).as("the stage's name").isEqualTo("volpool fused,avgpool3d");
+    assertThat(stage.path("inputBytes").asLong()).isEqualTo(summary.get("bytes_in").asLong());
+    assertThat(stage.path("inputRecords").asLong()).isEqualTo(2);
+    assertThat(stage.path("outputRecords").asLong()).isEqualTo(2);
+    assertThat(stage.path("outputBytes").asLong()).isEqualTo(summary.get("bytes_out").asLong());
+    java.util.Set<String> names = new java.util.HashSet<>();
+    for (com.fasterxml.jackson.databind.JsonNode a : stage.path("accumulatorUpdates")) {
+      names.add(a.path("name").asText());
+    }
+    assertThat(names).contains(JobMetrics.phaseName(Phase.READ), JobMetrics.phaseName(Phase.KERNELS),
+        "volpool.volumesRead", "volpool.bytesIn");
+    assertThat(java.nio.file.Files.readString(saved.resolve("jobs.json"))).contains("volpool fused(");
+    assertThat(java.nio.file.Files.readString(saved.resolve("prometheus.txt"))).contains("VolpoolPlugin_volumesRead")
+        .contains("VolpoolPlugin_budgetBytesPeak");
+  }
 }
