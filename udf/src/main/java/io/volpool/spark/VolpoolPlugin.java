@@ -40,8 +40,11 @@ public final class VolpoolPlugin implements SparkPlugin {
       public void init(PluginContext ctx, Map<String, String> extraConf) {
         // the executor's gauges in Spark's metrics system (its sinks: Prometheus servlet, JMX, CSV), as
         // plugin.io.volpool.spark.VolpoolPlugin.NAME
-        ExecutorCounters.gauges().forEach((name, value) -> ctx.metricRegistry().register(name,
-            (com.codahale.metrics.Gauge<Long>) value::getAsLong));
+        com.codahale.metrics.MetricRegistry registry = ctx.metricRegistry();
+        if (registry != null) {
+          ExecutorCounters.gauges().forEach((name, value) -> registry.register(name,
+              (com.codahale.metrics.Gauge<Long>) value::getAsLong));
+        }
         if ("driver".equals(ctx.executorID())) {
           LOG.info("volpool plugin: local mode, the job warms the backend when it starts");
           return;
