@@ -39,9 +39,9 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * One volume stored across rows spread over several tasks as ranges of its output planes (issue
- * 33): each range reads only the rows its window needs, runs the whole run's slabs that lie in it
- * and writes its own output rows, and the ranges together give the output of one task bit for bit,
+ * One volume stored across rows spread over several tasks as ranges of its output planes: each
+ * range reads only the rows its window needs, runs the whole run's slabs that lie in it and writes
+ * its own output rows, and the ranges together give the output of one task bit for bit,
  * for every operator, a pipeline and odd halos; each input row is counted once. Through the job, in
  * a JVM whose task size makes several tasks of one volume; and the commit refuses output whose
  * rows miss or double a range of planes.

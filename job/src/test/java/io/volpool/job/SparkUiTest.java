@@ -17,11 +17,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * What the Spark UI, the history server and the event log show of a run (issue 35, item 2), read from
+ * What the Spark UI, the history server and the event log show of a run, read from
  * the listener events they are built from: the job is described by its pipeline, input and output
  * (not "runJob at SparkHadoopWriter.scala"), its stage carries one accumulator a phase by the
  * summary's name, in seconds, whose sum is the summary's, and Spark's own input metrics of the stage are
- * the bytes and volumes volpool read (issue 35, item 1).
+ * the bytes and volumes volpool read.
  */
 class SparkUiTest {
   @Test
@@ -96,7 +96,7 @@ class SparkUiTest {
   }
 
   /**
-   * The executor's gauges in Spark's metrics system (issue 35, item 3), through a sink as a cluster's
+   * The executor's gauges in Spark's metrics system, through a sink as a cluster's
    * dashboards get them: a run in a JVM of its own with the plugin and the CSV sink writes each volpool
    * gauge, and the last values are the run's volumes and bytes.
    */
@@ -136,7 +136,7 @@ class SparkUiTest {
   }
 
   /**
-   * {@code scripts/volpool report EVENT_LOG} (issue 35, item 5): the report of a run's event log, written
+   * {@code scripts/volpool report EVENT_LOG}: the report of a run's event log, written
    * by a run in a JVM of its own, says what the run's summary says: volumes and bytes in and out, each
    * phase's seconds, and the tasks per executor.
    */
