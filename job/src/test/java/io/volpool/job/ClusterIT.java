@@ -148,7 +148,8 @@ class ClusterIT {
   @Test
   void anExecutorKilledMidTaskLeavesTheOutputOfACleanRun(@TempDir Path tmp) throws Exception {
     Path in = tmp.resolve("in");
-    SampleData.write(SparkTests.spark(), in.toString(), 2000, 8);
+    // enough work that the kill lands while tasks run (the progress line comes every 5 s after the first five)
+    SampleData.write(SparkTests.spark(), in.toString(), 4000, 8);
     Map<String, String> expected = localChecksum(in, tmp.resolve("local"));
     Path out = tmp.resolve("out");
     Path events = Files.createDirectories(tmp.resolve("events"));
@@ -165,7 +166,7 @@ class ClusterIT {
         done = Long.parseLong(m.group(1).replace(",", ""));
       }
       List<Long> ex = executors(dir);
-      if (done > 500 && !ex.isEmpty()) {
+      if (done > 200 && !ex.isEmpty()) {
         killed = ex.get(0);
         new ProcessBuilder("kill", "-9", String.valueOf(killed)).start().waitFor();
       }
@@ -177,7 +178,7 @@ class ClusterIT {
     assertThat(p.exitValue()).as(text).isZero();
     assertThat(eventLog(events)).as("the executor was lost while tasks ran").contains("\"Event\":\"SparkListenerExecutorRemoved\"")
         .contains("ExecutorLostFailure");
-    assertThat(checksum(out)).hasSize(2000).isEqualTo(expected);
+    assertThat(checksum(out)).hasSize(4000).isEqualTo(expected);
   }
 
   // speculation: the losing attempt's files never reach the output
@@ -216,7 +217,7 @@ class ClusterIT {
           "spark.sql.files.maxPartitionBytes=1g")), tmp.resolve("spec.log"), 300, code);
       assertThat(code[0]).as(log).isZero();
       assertThat(eventLog(events)).as("a speculative attempt ran").contains("\"Speculative\":true");
-      assertThat(checksum(out)).hasSize(2000).isEqualTo(expected);
+      assertThat(checksum(out)).hasSize(4000).isEqualTo(expected);
     } finally {
       new ProcessBuilder("bash", ROOT.resolve("scripts/standalone-cluster.sh").toString(), "stop", cluster.toString())
           .inheritIO().start().waitFor(60, java.util.concurrent.TimeUnit.SECONDS);
@@ -290,19 +291,25 @@ class ClusterIT {
     assertThat(r.code()).as(r.err()).isZero();
     Path out = tmp.resolve("cluster-out");
     int[] code = new int[1];
+    Path events = Files.createDirectories(tmp.resolve("events"));
     String log = submit(tmp.resolve("submit.log"), code, "spark.volpool.input=" + tmp.resolve("in"),
         "spark.volpool.output=" + out, "spark.volpool.pipeline=avgpool3d", "spark.volpool.device=cpu",
         "spark.volpool.output.sharedFilesystem=true", "spark.sql.files.maxPartitionBytes=1m",
-        "spark.sql.files.openCostInBytes=0",
+        "spark.sql.files.openCostInBytes=0", "spark.eventLog.enabled=true", "spark.eventLog.compress=false",
+        "spark.eventLog.dir=" + events.toUri(),
         // the ranges are short: tasks start once both executors are there, or the first one takes them all
         "spark.scheduler.minRegisteredResourcesRatio=1.0", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
         "spark.locality.wait=0");
     assertThat(code[0]).as(log).isZero();
     assertThat(log).contains("ranges of output planes in separate tasks").contains("volumes       1 in, 1 out");
-    for (String w : List.of("worker0", "worker1")) {
-      String stderr = executorLog(dir.resolve(w), log);
-      assertThat(stderr).as(w + " ran a range of the volume").contains("volume id=big output planes [");
+    // the ranges' tasks ended on both executors (one a worker), as the event log records them
+    java.util.Set<String> ranOn = new java.util.HashSet<>();
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"Event\":\"SparkListenerTaskEnd\".*?\"Executor ID\":\"([0-9]+)\"")
+        .matcher(eventLog(events));
+    while (m.find()) {
+      ranOn.add(m.group(1));
     }
+    assertThat(ranOn).as("executors that ran ranges").hasSize(2);
     io.volpool.op.VolumeShape o = new io.volpool.op.VolumeShape(2, 512, 16, 16);
     VolumesAcrossRowsTest.assertBitIdentical(VolumesAcrossRowsTest.readOutput(out, Map.of("big", o)).get("big"),
         VolumesAcrossRowsTest.readOutput(local, Map.of("big", o)).get("big"), "ranges on the cluster against one local task");
