@@ -217,7 +217,7 @@ class ClusterIT {
           "spark.sql.files.maxPartitionBytes=1g")), tmp.resolve("spec.log"), 300, code);
       assertThat(code[0]).as(log).isZero();
       assertThat(eventLog(events)).as("a speculative attempt ran").contains("\"Speculative\":true");
-      assertThat(checksum(out)).hasSize(4000).isEqualTo(expected);
+      assertThat(checksum(out)).hasSize(2000).isEqualTo(expected);
     } finally {
       new ProcessBuilder("bash", ROOT.resolve("scripts/standalone-cluster.sh").toString(), "stop", cluster.toString())
           .inheritIO().start().waitFor(60, java.util.concurrent.TimeUnit.SECONDS);
