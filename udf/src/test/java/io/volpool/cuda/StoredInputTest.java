@@ -77,17 +77,19 @@ class StoredInputTest {
 
   /**
    * Runs {@code n} volumes of {@code in} stored as {@code t} (in {@code stored}, volume after volume)
-   * through {@code p} on {@code b}, volume {@code i} rescaled by {@code RESCALES[i % 4]}, batches of
-   * up to {@code batch}; returns the float32 outputs in order.
+   * through {@code p} on {@code b}, volume {@code i} rescaled by {@code RESCALES[i % 4]}, batches of up to
+   * {@code batch}, the executor opened for {@code open} (the stored type, or float32: the test widens);
+   * stored values go in as pieces of {@code piece} bytes, which split elements as readers do. Returns the
+   * outputs in order.
    */
-  static ByteBuffer run(Backend b, Pipeline p, VolumeShape in, ValueType t, ByteBuffer stored, int n, int batch,
-      boolean expectStored) {
+  static ByteBuffer run(Backend b, Pipeline p, VolumeShape in, ValueType t, ValueType open, ByteBuffer stored, int n,
+      int batch, int piece) {
     VolumeShape out = p.outputShape(in);
-    long per = out.bytes();
+    long per = p.outputBytes(out);
     long perIn = in.numel() * t.itemSize();
     ByteBuffer y = ByteBuffer.allocate((int) (n * per)).order(ByteOrder.LITTLE_ENDIAN);
-    try (BatchExecutor e = b.open(p, in, t, batch, 0, 4)) {
-      assertThat(e.stored()).as("the values " + b.name(0) + " batches take").isEqualTo(expectStored ? t : ValueType.FLOAT32);
+    try (BatchExecutor e = b.open(p, in, open, batch, 0, 4)) {
+      assertThat(e.stored()).as("the values " + b.name(0) + " batches take").isEqualTo(open);
       int done = 0;
       while (done < n) {
         int k = Math.min(e.maxBatch(), n - done);
@@ -101,9 +103,8 @@ class StoredInputTest {
               bt.input().put(w.flip());
             } else {
               bt.rescale(i, RESCALES[v % 4]);
-              // in pieces that split elements, as readers do
               while (src.hasRemaining()) {
-                int m = Math.min(src.remaining(), 777);
+                int m = Math.min(src.remaining(), piece);
                 bt.input().put(src.slice(src.position(), m));
                 src.position(src.position() + m);
               }
@@ -128,7 +129,7 @@ class StoredInputTest {
     int count = le.remaining() / t.itemSize();
     int n = 4;
     VolumeShape in = new VolumeShape(1, 1, count / n / 8, 8);
-    ByteBuffer got = run(b, Pipeline.of(), in, t, stored, n, 3, expectStored);
+    ByteBuffer got = run(b, Pipeline.of(), in, t, expectStored ? t : ValueType.FLOAT32, stored, n, 3, 777);
     for (int v = 0; v < n; v++) {
       ByteBuffer want = ByteBuffer.allocate((int) in.bytes()).order(ByteOrder.LITTLE_ENDIAN);
       t.widen(stored.slice((int) (v * in.numel() * t.itemSize()), (int) (in.numel() * t.itemSize())), (int) in.numel(),
@@ -190,8 +191,8 @@ class StoredInputTest {
     ValueType t = ValueType.parse(type);
     int n = 5;
     ByteBuffer stored = random(t, n * in.numel(), in.numel());
-    ByteBuffer widened = runOutput(b, p, in, t, stored, n, false);
-    ByteBuffer direct = runOutput(b, p, in, t, stored, n, true);
+    ByteBuffer widened = run(b, p, in, t, ValueType.FLOAT32, stored, n, 2, Integer.MAX_VALUE);
+    ByteBuffer direct = run(b, p, in, t, t, stored, n, 2, Integer.MAX_VALUE);
     assertThat(direct).as(name + " on " + b.name(0) + ": stored " + t + " against float32 input").isEqualTo(widened);
   }
 
@@ -205,42 +206,5 @@ class StoredInputTest {
   @MethodSource("pipelines")
   void gpuStoredInputGivesTheBytesOfFloat32InputThroughEveryKernel(String name, Pipeline p, VolumeShape in, String type) {
     checkKernels(Gpu.backend(), name, p, in, type);
-  }
-
-  /** As {@link #run} for any output dtype, through an executor that takes stored values or float32. */
-  static ByteBuffer runOutput(Backend b, Pipeline p, VolumeShape in, ValueType t, ByteBuffer stored, int n,
-      boolean asStored) {
-    VolumeShape out = p.outputShape(in);
-    long per = p.outputBytes(out);
-    long perIn = in.numel() * t.itemSize();
-    ByteBuffer y = ByteBuffer.allocate((int) (n * per)).order(ByteOrder.LITTLE_ENDIAN);
-    try (BatchExecutor e = b.open(p, in, asStored ? t : ValueType.FLOAT32, 2, 0, 4)) {
-      assertThat(e.stored()).isEqualTo(asStored ? t : ValueType.FLOAT32);
-      int done = 0;
-      while (done < n) {
-        int k = Math.min(e.maxBatch(), n - done);
-        try (Batch bt = e.newBatch(true)) {
-          for (int i = 0; i < k; i++) {
-            int v = done + i;
-            ByteBuffer src = stored.slice((int) (v * perIn), (int) perIn);
-            if (asStored) {
-              bt.rescale(i, RESCALES[v % 4]);
-              bt.input().put(src);
-            } else {
-              ByteBuffer w = ByteBuffer.allocate((int) in.bytes());
-              t.widen(src, (int) in.numel(), w, RESCALES[v % 4]);
-              bt.input().put(w.flip());
-            }
-          }
-          e.submit(bt, k, true);
-          ByteBuffer o = bt.output();
-          for (int i = 0; i < k; i++) {
-            y.put(o.slice((int) bt.outputOffset(i), (int) per));
-          }
-        }
-        done += k;
-      }
-    }
-    return y.flip();
   }
 }
