@@ -4,7 +4,8 @@
 # and CPU benchmarks beside PyTorch's anchors), e2e (the whole job on 8192 sample volumes, GPU and
 # CPU), datapath (the host loop, then scripts/bench/bench-datapath.sh: the job beside Spark's own copy and
 # the bare page reader on /dev/shm), multigpu (scripts/bench/bench-multigpu.sh: one GPU against two, as two
-# standalone workers and as one executor), maxpool (maxpool3d's kernels beside PyTorch's), profile
+# standalone workers and as one executor), maxpool (maxpool3d's kernels beside PyTorch's), kernels (issue 32's
+# pools on stored dtypes and fused then maxpool3d in one kernel, with kernel variants, beside PyTorch's), profile
 # (Nsight Compute on the fast kernels), warm (a 1,024-volume job as a process, without and with the
 # pinned pool; WARM_RUNS="SETUP:POOL[:old] ..." picks the set-ups, SETUP none or archive; WARM_AB=DIR names the
 # volpool jars of another commit that :old runs), all (tests + bench). Logs go to $OUT.
@@ -134,6 +135,24 @@ if [ "$what" = maxpool ]; then
   CP="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
   "$J" -Xmx24g -cp "$CP" io.volpool.bench.GpuBench conf/models/fused_seed.safetensors --only copy,maxpool,fused_maxpool,avgpool \
     --json "$OUT/gpu-bench-maxpool.json" 2>&1 | tee "$OUT/gpu-bench-maxpool.log"
+  PYTHONUNBUFFERED=1 python3 scripts/bench/torch-maxpool-anchor.py --anchors bench/anchors/torch_anchors.py \
+    --json "$OUT/torch-maxpool.json" 2>&1 | tee "$OUT/torch-maxpool.log"
+fi
+if [ "$what" = kernels ]; then
+  # issue 32, item 5: the pools on float32, int16, float16 and uint8 values, fused then maxpool3d in one kernel and in
+  # two, beside PyTorch's eager and compiled ops on the same dtypes, in one call; KERNEL_VARIANTS="NAME ..." times the
+  # pools again with .stage/variants/NAME.fatbin (-Dvolpool.fatbin: variants of the same kernels, built here)
+  CP="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
+  "$J" -Xmx24g -cp "$CP" io.volpool.bench.GpuBench conf/models/fused_seed.safetensors \
+    --only copy,avgpool,maxpool,pipeline,fused_maxpool,dtypes --json "$OUT/gpu-kernels.json" 2>&1 | tee "$OUT/gpu-kernels.log"
+  for v in ${KERNEL_VARIANTS:-}; do
+    echo "== variant $v" | tee -a "$OUT/gpu-kernels.log"
+    "$J" -Xmx24g -Dvolpool.fatbin=".stage/variants/$v.fatbin" -cp "$CP" io.volpool.bench.GpuBench \
+      conf/models/fused_seed.safetensors --only avgpool,maxpool,fused_maxpool,dtypes 2>&1 \
+      | grep -E "_ms|_x_floor|check" | sed "s/^/$v /" | tee -a "$OUT/gpu-kernels.log"
+  done
+  PYTHONUNBUFFERED=1 python3 bench/anchors/torch_dtype_anchors.py --json "$OUT/torch-dtypes.json" 2>&1 \
+    | tee "$OUT/torch-dtypes.log"
   PYTHONUNBUFFERED=1 python3 scripts/bench/torch-maxpool-anchor.py --anchors bench/anchors/torch_anchors.py \
     --json "$OUT/torch-maxpool.json" 2>&1 | tee "$OUT/torch-maxpool.log"
 fi

@@ -218,19 +218,148 @@ extern "C" __global__ void avgpool_generic(const float* __restrict__ x, float* _
 }
 
 // ---------------------------------------------------------------------------------------------
-// avgpool3d fast path for kernel 3, stride 2, padding 1 and even W: each input byte is read once
-// from memory. A warp covers 32 adjacent output columns of one output row; lane ow loads input
-// columns (2ow, 2ow+1) as one float2 and gets column 2ow-1 from its left neighbour by shuffle.
-// Each thread then marches along D, reusing the last plane of one window as the first of the next.
+// Values as the kernels load them: float32, or 8- and 16-bit values as the volume stored them (half
+// or a quarter of float32's bytes from memory and over the bus), widened as they are loaded bit for
+// bit as io.volpool.format.ValueType widens them on the host (PyTorch's .to(torch.float32)), then
+// rescaled as value * slope + intercept in two roundings (the pair (1, +0) leaves values untouched,
+// so -0.0 stays -0.0). get() takes the element's bits, zero-extended.
+__device__ __forceinline__ float f16_to_f32(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    const float v = (float)mant * 0x1p-24f;  // zero or subnormal, exact
+    return sign ? -v : v;
+  }
+  if (exp == 0x1f) {  // infinities; NaN quiet with its payload
+    return __uint_as_float(sign | 0x7f800000u | (mant == 0 ? 0u : 0x400000u | (mant << 13)));
+  }
+  return __uint_as_float(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+struct LoadF32 {
+  typedef float T;
+  static constexpr int BYTES = 4;
+  static constexpr bool RESCALES = false;
+  static __device__ __forceinline__ float get(uint32_t u) { return __uint_as_float(u); }
+};
+struct LoadU8 {
+  typedef unsigned char T;
+  static constexpr int BYTES = 1;
+  static constexpr bool RESCALES = true;
+  static __device__ __forceinline__ float get(uint32_t u) { return (float)u; }
+};
+struct LoadI8 {
+  typedef signed char T;
+  static constexpr int BYTES = 1;
+  static constexpr bool RESCALES = true;
+  static __device__ __forceinline__ float get(uint32_t u) { return (float)(int)(signed char)u; }
+};
+struct LoadU16 {
+  typedef unsigned short T;
+  static constexpr int BYTES = 2;
+  static constexpr bool RESCALES = true;
+  static __device__ __forceinline__ float get(uint32_t u) { return (float)u; }
+};
+struct LoadI16 {
+  typedef short T;
+  static constexpr int BYTES = 2;
+  static constexpr bool RESCALES = true;
+  static __device__ __forceinline__ float get(uint32_t u) { return (float)(int)(short)u; }
+};
+struct LoadF16 {
+  typedef unsigned short T;
+  static constexpr int BYTES = 2;
+  static constexpr bool RESCALES = true;
+  static __device__ __forceinline__ float get(uint32_t u) { return f16_to_f32(u); }
+};
+struct LoadBF16 {
+  typedef unsigned short T;
+  static constexpr int BYTES = 2;
+  static constexpr bool RESCALES = true;
+  static __device__ __forceinline__ float get(uint32_t u) { return __uint_as_float(u << 16); }
+};
+
+/** A volume's rescale: value * slope + intercept in two roundings, none for the identity pair. */
+struct Rescaler {
+  float slope, intercept;
+  bool identity;
+  __device__ __forceinline__ float operator()(float f) const {
+    return identity ? f : __fadd_rn(__fmul_rn(f, slope), intercept);
+  }
+};
+
+template <class L>
+__device__ __forceinline__ Rescaler rescalerOf(const float2* __restrict__ rescale, i64 volume) {
+  if (!L::RESCALES) {
+    return Rescaler{1.f, 0.f, true};
+  }
+  const float2 r = rescale[volume];
+  return Rescaler{r.x, r.y, __float_as_uint(r.x) == 0x3f800000u && __float_as_uint(r.y) == 0u};
+}
+
+#ifndef VOLPOOL_POOL_CACHE
+#define VOLPOOL_POOL_CACHE __ldg
+#endif
+
+/** E elements of L's type from p (aligned to E * L::BYTES bytes, one 4-, 8- or 16-byte load each 16 bytes), widened. */
+template <class L, int E>
+__device__ __forceinline__ void loadWidened(const typename L::T* __restrict__ p, float (&e)[E]) {
+  constexpr int NB = E * L::BYTES;
+  uint32_t w[NB / 4];
+  if constexpr (NB == 4) {
+    w[0] = VOLPOOL_POOL_CACHE(reinterpret_cast<const unsigned int*>(p));
+  } else if constexpr (NB == 8) {
+    const uint2 v = VOLPOOL_POOL_CACHE(reinterpret_cast<const uint2*>(p));
+    w[0] = v.x;
+    w[1] = v.y;
+  } else {
+#pragma unroll
+    for (int q = 0; q < NB / 16; q++) {
+      const uint4 v = VOLPOOL_POOL_CACHE(reinterpret_cast<const uint4*>(p) + q);
+      w[4 * q] = v.x;
+      w[4 * q + 1] = v.y;
+      w[4 * q + 2] = v.z;
+      w[4 * q + 3] = v.w;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < E; i++) {
+    uint32_t u;
+    if constexpr (L::BYTES == 4) {
+      u = w[i];
+    } else if constexpr (L::BYTES == 2) {
+      u = (w[i >> 1] >> ((i & 1) * 16)) & 0xffffu;
+    } else {
+      u = (w[i >> 2] >> ((i & 3) * 8)) & 0xffu;
+    }
+    e[i] = L::get(u);
+  }
+}
+
+/** One element of L's type at p, widened. */
+template <class L>
+__device__ __forceinline__ float loadOneWidened(const typename L::T* __restrict__ p) {
+  if constexpr (L::BYTES == 4) {
+    return L::get(__ldg(reinterpret_cast<const unsigned int*>(p)));
+  } else if constexpr (L::BYTES == 2) {
+    return L::get(__ldg(reinterpret_cast<const unsigned short*>(p)));
+  } else {
+    return L::get(__ldg(reinterpret_cast<const unsigned char*>(p)));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// avgpool3d and maxpool3d fast path for kernel 3, stride 2, padding 1: each input byte is read once
+// from memory. A warp covers 32 * E input columns of one row: each lane loads E adjacent columns in
+// one aligned load (16 bytes for float32 and 16-bit values; needs W % E == 0) and gets the column to
+// their left from its left neighbour by shuffle (lane 0 loads it). A thread covers E/2 output
+// columns and 2 output rows (5 input rows), and marches along D, reusing the last plane of one
+// window as the first of the next. Loads are predicated, never branched around.
 __device__ __forceinline__ int padFactor(int o, int L, int countIncludePad) {
   const int s = 2 * o - 1;
   const int e = min(s + 3, L + 1);
   return countIncludePad ? e - s : min(s + 3, L) - max(s, 0);
 }
 
-// One thread covers 2 output columns (input columns 4q..4q+3, one 16-byte load; column 4q-1 comes
-// from the left lane by shuffle) and 2 output rows (5 input rows), so it keeps 10 16-byte loads per
-// plane in flight. Loads are predicated, never branched around. Needs W % 4 == 0 (aligned float4).
 // The reduction of a pool kernel: avgpool3d sums (and divides at the end), maxpool3d takes PyTorch's
 // NaN-propagating max. zero() is what a cell outside the input contributes: padded cells never win.
 struct SumOp {
@@ -244,35 +373,55 @@ struct MaxOp {
   static __device__ __forceinline__ float finish(float v, float) { return v; }
 };
 
-template <class R>
-__device__ __forceinline__ void rows5x4(const float* __restrict__ plane, bool planeOk, int r0, int H, int W, int c0,
-    int lane, float s0[5], float s1[5]) {
+/**
+ * Five input rows r0..r0+4 of one plane, reduced along W: s[r][j] is the window of output column
+ * j of this lane (input columns c0 + 2j - 1 .. c0 + 2j + 1). Cells outside the input are R::zero().
+ */
+template <class R, class L, int E>
+__device__ __forceinline__ void rows5(const typename L::T* __restrict__ plane, bool planeOk, int r0, int H, int W,
+    int c0, int lane, const Rescaler& rs, float (&s)[5][E / 2]) {
   const float z = R::zero();
-  float4 v[5];
+  float e[5][E];
   float l[5];
 #pragma unroll
   for (int r = 0; r < 5; r++) {
     const int h = r0 + r;
     const bool ok = planeOk && h >= 0 && h < H;
-    const float* row = plane + (i64)(ok ? h : 0) * W;
-    v[r] = (ok && c0 < W) ? __ldg(reinterpret_cast<const float4*>(row + c0)) : make_float4(z, z, z, z);
-    l[r] = (ok && lane == 0 && c0 >= 1 && c0 - 1 < W) ? __ldg(row + c0 - 1) : z;
+    const typename L::T* row = plane + (i64)(ok ? h : 0) * W;
+    if (ok && c0 < W) {
+      loadWidened<L, E>(row + c0, e[r]);
+#pragma unroll
+      for (int i = 0; i < E; i++) e[r][i] = rs(e[r][i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < E; i++) e[r][i] = z;
+    }
+    l[r] = (ok && lane == 0 && c0 >= 1 && c0 - 1 < W) ? rs(loadOneWidened<L>(row + c0 - 1)) : z;
   }
 #pragma unroll
   for (int r = 0; r < 5; r++) {
-    const float left = __shfl_up_sync(0xffffffffu, v[r].w, 1);
-    s0[r] = R::op(R::op(lane == 0 ? l[r] : left, v[r].x), v[r].y);
-    s1[r] = R::op(R::op(v[r].y, v[r].z), v[r].w);
+    const float left = __shfl_up_sync(0xffffffffu, e[r][E - 1], 1);
+    const float prev = lane == 0 ? l[r] : left;
+#pragma unroll
+    for (int j = 0; j < E / 2; j++) {
+      s[r][j] = R::op(R::op(j == 0 ? prev : e[r][2 * j - 1], e[r][2 * j]), e[r][2 * j + 1]);
+    }
   }
 }
 
-template <class R>
-__device__ __forceinline__ void pool_k3s2p1(const float* __restrict__ x, float* __restrict__ y, i64 nc, int D, int H,
-    int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn, int countIncludePad) {
-  // block (32, 4): 64 output columns (2 per lane) x 8 output rows (2 per thread); each thread marches along D
+/**
+ * The one-read k3 s2 p1 pool over volumes of C channels stored as L's type (nc = volumes x C
+ * channel planes), volume v rescaled by rescale[v] (unused for float32).
+ */
+template <class R, class L, int E>
+__device__ __forceinline__ void pool_k3s2p1(const typename L::T* __restrict__ x, float* __restrict__ y, i64 nc, int C,
+    int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn, int countIncludePad,
+    const float2* __restrict__ rescale) {
+  constexpr int OC = E / 2;  // output columns per lane
+  // block (32, 4): 32 * OC output columns x 8 output rows (2 per thread); each thread marches along D
   const int inLast = inD0 + inDn - 1;
   const int lane = threadIdx.x;
-  const int colBlocks = (OW + 63) / 64;
+  const int colBlocks = (OW + 32 * OC - 1) / (32 * OC);
   const int rowBlocks = (OH + 7) / 8;
   const i64 blocks = nc * rowBlocks * colBlocks;
   for (i64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
@@ -280,61 +429,147 @@ __device__ __forceinline__ void pool_k3s2p1(const float* __restrict__ x, float* 
     const int cb = (int)(t % colBlocks); t /= colBlocks;
     const int rb = (int)(t % rowBlocks);
     const i64 c = t / rowBlocks;
-    const int ow = (cb * 32 + lane) * 2;
+    const int ow = (cb * 32 + lane) * OC;
     const int oh = rb * 8 + threadIdx.y * 2;
     if (oh >= OH) continue;  // whole warp leaves together
-    const bool row2 = oh + 1 < OH, col2 = ow + 1 < OW;
+    const bool row2 = oh + 1 < OH;
     const int c0 = 2 * ow;
+    const Rescaler rs = rescalerOf<L>(rescale, c / C);
     const i64 plane = (i64)H * W;
-    const float* xc = x + c * inDn * plane - (i64)inD0 * plane;  // indexed by whole-volume plane
+    const typename L::T* xc = x + c * inDn * plane - (i64)inD0 * plane;  // indexed by whole-volume plane
     float* yc = y + c * outDn * (i64)OH * OW + (i64)oh * OW + ow;
-    const float fw0 = (float)padFactor(ow, W, countIncludePad);
-    const float fw1 = (float)(col2 ? padFactor(ow + 1, W, countIncludePad) : 1);
+    float fw[OC];
+#pragma unroll
+    for (int j = 0; j < OC; j++) fw[j] = (float)(ow + j < OW ? padFactor(ow + j, W, countIncludePad) : 1);
     const float fh0 = (float)padFactor(oh, H, countIncludePad);
     const float fh1 = (float)(row2 ? padFactor(oh + 1, H, countIncludePad) : 1);
-    float p00 = R::zero(), p01 = R::zero(), p10 = R::zero(), p11 = R::zero();  // windows of plane 2*od - 1, [row][col]
+    float p0[OC], p1[OC];  // windows of plane 2*od - 1, rows oh and oh + 1
+#pragma unroll
+    for (int j = 0; j < OC; j++) {
+      p0[j] = R::zero();
+      p1[j] = R::zero();
+    }
     if (outD0 > 0) {
-      // a slab after the first: plane 2*outD0 - 1 (in its window) was the last slab's, summed as it did
-      float b0[5], b1[5];
-      rows5x4<R>(xc + (i64)(2 * outD0 - 1) * plane, true, 2 * oh - 1, H, W, c0, lane, b0, b1);
-      p00 = R::op(R::op(b0[0], b0[1]), b0[2]); p01 = R::op(R::op(b1[0], b1[1]), b1[2]);
-      p10 = R::op(R::op(b0[2], b0[3]), b0[4]); p11 = R::op(R::op(b1[2], b1[3]), b1[4]);
+      // a slab after the first: plane 2*outD0 - 1 (in its window) was the last slab's, reduced as it did
+      float b[5][OC];
+      rows5<R, L, E>(xc + (i64)(2 * outD0 - 1) * plane, true, 2 * oh - 1, H, W, c0, lane, rs, b);
+#pragma unroll
+      for (int j = 0; j < OC; j++) {
+        p0[j] = R::op(R::op(b[0][j], b[1][j]), b[2][j]);
+        p1[j] = R::op(R::op(b[2][j], b[3][j]), b[4][j]);
+      }
     }
     for (int od = outD0; od < outD0 + outDn; od++) {
       const int d = 2 * od;
-      float a0[5], a1[5], b0[5], b1[5];
-      rows5x4<R>(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, a0, a1);
-      rows5x4<R>(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, b0, b1);
-      const float A00 = R::op(R::op(a0[0], a0[1]), a0[2]), A01 = R::op(R::op(a1[0], a1[1]), a1[2]);
-      const float A10 = R::op(R::op(a0[2], a0[3]), a0[4]), A11 = R::op(R::op(a1[2], a1[3]), a1[4]);
-      const float B00 = R::op(R::op(b0[0], b0[1]), b0[2]), B01 = R::op(R::op(b1[0], b1[1]), b1[2]);
-      const float B10 = R::op(R::op(b0[2], b0[3]), b0[4]), B11 = R::op(R::op(b1[2], b1[3]), b1[4]);
+      float a[5][OC], b[5][OC];
+      rows5<R, L, E>(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, rs, a);
+      rows5<R, L, E>(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, rs, b);
       const float fd = (float)padFactor(od, D, countIncludePad);
       float* yo = yc + (i64)(od - outD0) * OH * OW;
-      if (ow < OW) {
-        __stcs(yo, R::finish(R::op(R::op(p00, A00), B00), fh0 * fw0 * fd));
-        if (col2) __stcs(yo + 1, R::finish(R::op(R::op(p01, A01), B01), fh0 * fw1 * fd));
-        if (row2) {
-          __stcs(yo + OW, R::finish(R::op(R::op(p10, A10), B10), fh1 * fw0 * fd));
-          if (col2) __stcs(yo + OW + 1, R::finish(R::op(R::op(p11, A11), B11), fh1 * fw1 * fd));
+#pragma unroll
+      for (int j = 0; j < OC; j++) {
+        const float A0 = R::op(R::op(a[0][j], a[1][j]), a[2][j]), A1 = R::op(R::op(a[2][j], a[3][j]), a[4][j]);
+        const float B0 = R::op(R::op(b[0][j], b[1][j]), b[2][j]), B1 = R::op(R::op(b[2][j], b[3][j]), b[4][j]);
+        if (ow + j < OW) {
+          __stcs(yo + j, R::finish(R::op(R::op(p0[j], A0), B0), fh0 * fw[j] * fd));
+          if (row2) __stcs(yo + OW + j, R::finish(R::op(R::op(p1[j], A1), B1), fh1 * fw[j] * fd));
         }
+        p0[j] = B0;
+        p1[j] = B1;
       }
-      p00 = B00; p01 = B01; p10 = B10; p11 = B11;
     }
   }
 }
 
+#ifndef VOLPOOL_F32_E
+#define VOLPOOL_F32_E 4
+#endif
+
 extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
     i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn,
     int countIncludePad) {
-  pool_k3s2p1<SumOp>(x, y, nc, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, countIncludePad);
+  pool_k3s2p1<SumOp, LoadF32, VOLPOOL_F32_E>(x, y, nc, 1, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
+      countIncludePad, nullptr);
 }
 
 // maxpool3d kernel 3, stride 2, padding 1, dilation 1 (any ceil_mode): the same one-read kernel with
 // PyTorch's max; cells outside the input are -inf, so they never win.
 extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
     i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn) {
-  pool_k3s2p1<MaxOp>(x, y, nc, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1);
+  pool_k3s2p1<MaxOp, LoadF32, VOLPOOL_F32_E>(x, y, nc, 1, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, nullptr);
+}
+
+// The same kernels reading 8- and 16-bit volumes as stored (W % 8 == 0: 8 columns a lane), each
+// volume of C channels rescaled by its pair in rescale: the float32 kernels' arguments, then C and
+// rescale. Their output equals the float32 kernels' on the values widened first, bit for bit.
+#ifndef VOLPOOL_TYPED_E
+#define VOLPOOL_TYPED_E 8
+#endif
+extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_u8(const unsigned char* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<SumOp, LoadU8, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
+      countIncludePad, rescale);
+}
+extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_i8(const signed char* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<SumOp, LoadI8, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
+      countIncludePad, rescale);
+}
+extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_u16(const unsigned short* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<SumOp, LoadU16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
+      countIncludePad, rescale);
+}
+extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_i16(const short* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<SumOp, LoadI16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
+      countIncludePad, rescale);
+}
+extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_f16(const unsigned short* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<SumOp, LoadF16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
+      countIncludePad, rescale);
+}
+extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_bf16(const unsigned short* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<SumOp, LoadBF16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
+      countIncludePad, rescale);
+}
+extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_u8(const unsigned char* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<MaxOp, LoadU8, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
+}
+extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_i8(const signed char* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<MaxOp, LoadI8, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
+}
+extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_u16(const unsigned short* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<MaxOp, LoadU16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
+}
+extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_i16(const short* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<MaxOp, LoadI16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
+}
+extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_f16(const unsigned short* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<MaxOp, LoadF16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
+}
+extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_bf16(const unsigned short* __restrict__ x,
+    float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
+    int outDn, int C, const float2* __restrict__ rescale) {
+  pool_k3s2p1<MaxOp, LoadBF16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -537,6 +772,144 @@ extern "C" __global__ void __launch_bounds__(256, 2) pipeline_taps2_c3_c16(const
 }
 
 // ---------------------------------------------------------------------------------------------
+// fused then a pool of any reduction (maxpool3d, or an avgpool3d the box-sum kernel above does not
+// take) in one kernel, the fused output never in memory: the two-tap fast path's stencil (bases and
+// steps per dimension, 3 -> 16 channels) feeding a pool of kernel k, stride s, padding pad, dilation
+// 1, either ceil_mode. A block of (FP_TW, FP_TH) threads owns a tile of as many final outputs of each
+// of FP_PLANES consecutive final planes, all 16 channels. It walks the fused planes those read, in
+// order: for each, it computes the fused values of the (FP_TH-1)*s+k rows and (FP_TW-1)*s+k columns
+// the tile's windows cover into shared memory (cells outside the fused output hold R::zero(), which
+// never wins a max and adds nothing to a sum), then each thread reduces its window's k x k cells
+// and folds the result into the final planes whose windows hold that fused plane. The fused values
+// are computed as fused_taps2_c3_c16 computes them (the same FMAs in the same order); the pool
+// reduces D, then H, then W, in PyTorch's order, so a max (and the NaN it keeps) equals maxpool3d's.
+#ifndef VOLPOOL_FP_PLANES
+#define VOLPOOL_FP_PLANES 2
+#endif
+constexpr int FP_TW = 16, FP_TH = 8, FP_PLANES = VOLPOOL_FP_PLANES;
+
+template <class R>
+__device__ __forceinline__ void fused_pool_taps2(const float* __restrict__ x, float* __restrict__ y, int D, int H,
+    int W, int FD, int FH, int FW, int PD, int PH, int PW, int inD0, int inDn, int outD0, int outDn, int baseD,
+    int stepD, int baseH, int stepH, int baseW, int stepW, int k, int s, int pad, int countIncludePad,
+    const TapWeights<3, 16>& p) {
+  constexpr int CIN = 3, COUT = 16;
+  extern __shared__ float4 fusedPoolSmem[];
+  float* F = reinterpret_cast<float*>(fusedPoolSmem);  // [COUT][FR][FC]: one fused plane of the tile's region
+  const int FR = (FP_TH - 1) * s + k, FC = (FP_TW - 1) * s + k, cells = FR * FC;
+  const int tid = threadIdx.y * FP_TW + threadIdx.x;
+  const int tilesW = (PW + FP_TW - 1) / FP_TW;
+  const int tw0 = (blockIdx.x % tilesW) * FP_TW, th0 = (blockIdx.x / tilesW) * FP_TH;
+  const int pd0 = outD0 + blockIdx.y * FP_PLANES;
+  const int np = min(FP_PLANES, outD0 + outDn - pd0);
+  const i64 b = blockIdx.z;
+  const int fh0 = th0 * s - pad, fw0 = tw0 * s - pad;
+  const int ph = th0 + threadIdx.y, pw = tw0 + threadIdx.x;
+  const i64 plane = (i64)H * W;
+  const float* xb = x + b * CIN * (i64)inDn * plane;
+  float acc[FP_PLANES][COUT];
+#pragma unroll
+  for (int q = 0; q < FP_PLANES; q++)
+#pragma unroll
+    for (int co = 0; co < COUT; co++) acc[q][co] = R::zero();
+  const int fdLo = max(pd0 * s - pad, 0), fdHi = min((pd0 + np - 1) * s - pad + k, FD);
+  for (int fd = fdLo; fd < fdHi; fd++) {
+    const int id = baseD + fd * stepD - inD0;  // first input plane of fused plane fd, in the window
+    for (int cell = tid; cell < cells; cell += FP_TW * FP_TH) {
+      const int r = cell / FC, c = cell - r * FC;
+      const int fh = fh0 + r, fw = fw0 + c;
+      float v[COUT];
+      if (fh >= 0 && fh < FH && fw >= 0 && fw < FW) {
+        const int ih = baseH + fh * stepH, iw = baseW + fw * stepW;
+        float xv[CIN][8];
+#pragma unroll
+        for (int ci = 0; ci < CIN; ci++) {
+          const float* xc = xb + ci * (i64)inDn * plane + ((i64)id * H + ih) * W + iw;
+#pragma unroll
+          for (int a = 0; a < 2; a++)
+#pragma unroll
+            for (int bb = 0; bb < 2; bb++) {
+              const float* rr = xc + ((i64)a * H + bb) * W;
+              xv[ci][(a * 2 + bb) * 2] = __ldg(rr);
+              xv[ci][(a * 2 + bb) * 2 + 1] = __ldg(rr + 1);
+            }
+        }
+#pragma unroll
+        for (int co = 0; co < COUT; co++) {
+          float a = p.c[co];
+#pragma unroll
+          for (int ci = 0; ci < CIN; ci++)
+#pragma unroll
+            for (int tap = 0; tap < 8; tap++) a = fmaf(xv[ci][tap], p.w[(ci * 8 + tap) * COUT + co], a);
+          v[co] = a;
+        }
+      } else {
+#pragma unroll
+        for (int co = 0; co < COUT; co++) v[co] = R::zero();
+      }
+#pragma unroll
+      for (int co = 0; co < COUT; co++) F[co * cells + cell] = v[co];
+    }
+    __syncthreads();
+    if (ph < PH && pw < PW) {
+      const int r0 = threadIdx.y * s, c0 = threadIdx.x * s;
+#pragma unroll
+      for (int co = 0; co < COUT; co++) {
+        const float* f = F + co * cells + r0 * FC + c0;
+        float m = R::zero();
+        for (int i = 0; i < k; i++)
+          for (int j = 0; j < k; j++) m = R::op(m, f[i * FC + j]);
+#pragma unroll
+        for (int q = 0; q < FP_PLANES; q++) {
+          const int d0 = (pd0 + q) * s - pad;
+          if (q < np && fd >= d0 && fd < d0 + k) acc[q][co] = R::op(acc[q][co], m);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  if (ph >= PH || pw >= PW) return;
+  // PyTorch's divisor (avg only): the window clipped to the fused output plus padding, or to the output alone
+  int h0 = ph * s - pad, w0 = pw * s - pad;
+  int h1 = min(h0 + k, FH + pad), w1 = min(w0 + k, FW + pad);
+  const int hwPad = (h1 - h0) * (w1 - w0);
+  h0 = max(h0, 0); w0 = max(w0, 0); h1 = min(h1, FH); w1 = min(w1, FW);
+  const int hw = (h1 - h0) * (w1 - w0);
+  const i64 oplane = (i64)outDn * PH * PW;
+  float* yo = y + b * COUT * oplane + ((i64)(pd0 - outD0) * PH + ph) * PW + pw;
+#pragma unroll
+  for (int q = 0; q < FP_PLANES; q++) {
+    if (q >= np) break;
+    int d0 = (pd0 + q) * s - pad;
+    int d1 = min(d0 + k, FD + pad);
+    const int poolSize = (d1 - d0) * hwPad;
+    d0 = max(d0, 0);
+    d1 = min(d1, FD);
+    const float div = (float)(countIncludePad ? poolSize : (d1 - d0) * hw);
+#pragma unroll
+    for (int co = 0; co < COUT; co++) __stcs(yo + co * oplane + (i64)q * PH * PW, R::finish(acc[q][co], div));
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) fused_maxpool_taps2_c3_c16(const float* __restrict__ x,
+    float* __restrict__ y, int n, int D, int H, int W, int FD, int FH, int FW, int PD, int PH, int PW, int inD0,
+    int inDn, int outD0, int outDn, int baseD, int stepD, int baseH, int stepH, int baseW, int stepW, int k, int s,
+    int pad, const TapWeights<3, 16> p) {
+  (void)n;
+  fused_pool_taps2<MaxOp>(x, y, D, H, W, FD, FH, FW, PD, PH, PW, inD0, inDn, outD0, outDn, baseD, stepD, baseH, stepH,
+      baseW, stepW, k, s, pad, 1, p);
+}
+
+extern "C" __global__ void __launch_bounds__(128) fused_avgpool_taps2_c3_c16(const float* __restrict__ x,
+    float* __restrict__ y, int n, int D, int H, int W, int FD, int FH, int FW, int PD, int PH, int PW, int inD0,
+    int inDn, int outD0, int outDn, int baseD, int stepD, int baseH, int stepH, int baseW, int stepW, int k, int s,
+    int pad, int countIncludePad, const TapWeights<3, 16> p) {
+  (void)n;
+  fused_pool_taps2<SumOp>(x, y, D, H, W, FD, FH, FW, PD, PH, PW, inD0, inDn, outD0, outDn, baseD, stepD, baseH, stepH,
+      baseW, stepW, k, s, pad, countIncludePad, p);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The output dtype: float32 results narrowed as io.volpool.format.Narrow does it on the host (and
 // PyTorch's CPU .to(torch.float16) / .to(torch.bfloat16)), bit for bit: round to nearest even,
 // float16 overflow to infinity, NaN to 0x7e00 with its sign (float16) and to 0xffff (bfloat16).
@@ -577,23 +950,10 @@ extern "C" __global__ void narrow_bf16(const float* __restrict__ x, unsigned sho
 // rescaled as value * slope + intercept in two roundings (volume v's pair in rescale[v]; the pair
 // (1, +0) leaves values untouched, so -0.0 stays -0.0). type: 0 uint8, 1 int8, 2 uint16, 3 int16,
 // 4 float16, 5 bfloat16; swap: 16-bit elements stored big-endian. grid (blocks, volumes).
-__device__ __forceinline__ float f16_to_f32(uint32_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0) {
-    const float v = (float)mant * 0x1p-24f;  // zero or subnormal, exact
-    return sign ? -v : v;
-  }
-  if (exp == 0x1f) {  // infinities; NaN quiet with its payload
-    return __uint_as_float(sign | 0x7f800000u | (mant == 0 ? 0u : 0x400000u | (mant << 13)));
-  }
-  return __uint_as_float(sign | ((exp + 112u) << 23) | (mant << 13));
-}
-
 extern "C" __global__ void widen(const unsigned char* __restrict__ x, float* __restrict__ y, i64 numel, int type,
     int swap, const float2* __restrict__ rescale) {
   const i64 v = blockIdx.y;
-  const float2 r = rescale[v];
-  const bool id = __float_as_uint(r.x) == 0x3f800000u && __float_as_uint(r.y) == 0u;
+  const Rescaler rs = rescalerOf<LoadU8>(rescale, v);
   const int size = type < 2 ? 1 : 2;
   const unsigned char* xv = x + v * numel * size;
   float* yv = y + v * numel;
@@ -606,14 +966,14 @@ extern "C" __global__ void widen(const unsigned char* __restrict__ x, float* __r
       if (swap) u = ((u & 0xffu) << 8) | (u >> 8);
     }
     float f;
-    switch (type) {
-      case 0: f = (float)u; break;
-      case 1: f = (float)(int)(signed char)u; break;
-      case 2: f = (float)u; break;
-      case 3: f = (float)(int)(short)u; break;
-      case 4: f = f16_to_f32(u); break;
-      default: f = __uint_as_float(u << 16); break;
+    switch (type) {  // the pool kernels' loads widen with the same functions
+      case 0: f = LoadU8::get(u); break;
+      case 1: f = LoadI8::get(u); break;
+      case 2: f = LoadU16::get(u); break;
+      case 3: f = LoadI16::get(u); break;
+      case 4: f = LoadF16::get(u); break;
+      default: f = LoadBF16::get(u); break;
     }
-    yv[i] = id ? f : __fadd_rn(__fmul_rn(f, r.x), r.y);
+    yv[i] = rs(f);
   }
 }

@@ -27,6 +27,7 @@ import io.volpool.cuda.CudaBackend;
 import io.volpool.cuda.KernelPlan;
 import io.volpool.cuda.KernelRunner;
 import io.volpool.format.SafeTensors;
+import io.volpool.format.ValueType;
 import io.volpool.ops.avgpool3d.AvgPool3dSpec;
 import io.volpool.ops.fused.FusedModel;
 import io.volpool.ops.fused.FusedOp;
@@ -119,6 +120,16 @@ public final class GpuBench {
       }
       if (run.contains("fused_maxpool")) {
         b.kernel("fused_maxpool", KernelPlan.of(Pipeline.of(fused, MAX_POOL), REF), batch, bw);
+        b.kernel("fused_maxpool_two_kernels", KernelPlan.of(Pipeline.of(fused, MAX_POOL), REF, false), batch, bw);
+      }
+      // the pools on stored 8- and 16-bit values, widened in the kernels' loads (--only dtypes)
+      if (run.contains("dtypes")) {
+        VolumeShape big = new VolumeShape(32, 128, 128, 256);
+        for (String t : new String[] {"int16", "float16", "uint8"}) {
+          ValueType vt = ValueType.parse(t);
+          b.kernel("avgpool_" + t, KernelPlan.of(Pipeline.of(POOL), big, vt), 16, bw);
+          b.kernel("maxpool_" + t, KernelPlan.of(Pipeline.of(MAX_POOL), big, vt), 16, bw);
+        }
       }
       if (run.contains("host")) {
         b.hostLoop(Pipeline.of(fused, POOL), 256, false);
@@ -251,17 +262,38 @@ public final class GpuBench {
     return 2.0 * bytes / (ms * 1e-3);
   }
 
+  /** A rescale the stored-value kernels apply in their loads (a CT scan's slope and intercept). */
+  private static final io.volpool.format.Rescale RESCALE = new io.volpool.format.Rescale(0.5f, -1024f);
+
   private void kernel(String name, KernelPlan plan, int n, double bw) {
+    if (plan.widens()) {
+      throw new IllegalArgumentException(name + ": " + plan.describe() + " widens in a kernel of its own; this"
+          + " benchmark times kernels that read the stored values");
+    }
     VolumeShape in = plan.shapes().get(0);
     Pipeline pipeline = plan.pipeline();
     VolumeShape out = plan.shapes().get(plan.outputBuffer());
-    long inBytes = n * in.bytes();
+    long inBytes = n * plan.inputBytes();
     long outBytes = n * out.bytes();
     int sets = inBytes < (1L << 30) ? 4 : 1;
     CUdeviceptr[] inputs = new CUdeviceptr[sets];
     for (int i = 0; i < sets; i++) {
       inputs[i] = alloc(inBytes);
-      fillRandom(inputs[i], inBytes, 100 + i);
+      if (plan.stored().isFloat32()) {
+        fillRandom(inputs[i], inBytes, 100 + i);
+      } else {
+        fillStored(inputs[i], inBytes, plan.stored(), 100 + i);
+      }
+    }
+    CUdeviceptr rescale = null;
+    if (!plan.stored().isFloat32()) {
+      float[] pairs = new float[2 * n];
+      for (int v = 0; v < n; v++) {
+        pairs[2 * v] = RESCALE.slope();
+        pairs[2 * v + 1] = RESCALE.intercept();
+      }
+      rescale = alloc(pairs.length * 4L);
+      Cuda.check(cuMemcpyHtoD(rescale, Pointer.to(pairs), pairs.length * 4L), "cuMemcpyHtoD(rescale)");
     }
     CUdeviceptr[] bufs = new CUdeviceptr[plan.shapes().size()];
     for (int i = 1; i < bufs.length; i++) {
@@ -269,14 +301,15 @@ public final class GpuBench {
         bufs[i] = alloc(n * plan.shapes().get(i).bytes());
       }
     }
+    CUdeviceptr pairs = rescale;
     try (KernelRunner runner = gpu.runner(plan, 0)) {
       bufs[0] = inputs[0];
-      runner.launch(stream, bufs, n);
+      runner.launch(stream, bufs, n, pairs);
       Cuda.check(cuStreamSynchronize(stream), "cuStreamSynchronize");
-      results.put(name + "_check", check(pipeline, in, inputs[0], bufs[plan.outputBuffer()], n, out));
+      results.put(name + "_check", check(pipeline, in, plan.stored(), inputs[0], bufs[plan.outputBuffer()], n, out));
       Work run = i -> {
         bufs[0] = inputs[i % sets];
-        runner.launch(stream, bufs, n);
+        runner.launch(stream, bufs, n, pairs);
       };
       double ms = time(run, 5, sets == 1 ? 3 : 20);
       results.put(name + "_stream_ms", timeStream(run, sets == 1 ? 3 : 20));
@@ -290,6 +323,9 @@ public final class GpuBench {
     for (CUdeviceptr p : inputs) {
       free(p);
     }
+    if (rescale != null) {
+      free(rescale);
+    }
     for (int i = 1; i < bufs.length; i++) {
       if (bufs[i] != null) {
         free(bufs[i]);
@@ -297,10 +333,41 @@ public final class GpuBench {
     }
   }
 
-  /** Compares the first volume's first channel (at most 16 MiB of input) with the CPU backend; returns "ok" or the error. */
-  private String check(Pipeline p, VolumeShape in, CUdeviceptr x, CUdeviceptr y, int n, VolumeShape out) {
+  /** Fills {@code bytes} of device memory with random finite values of {@code t} (a 64 MiB block repeated). */
+  private void fillStored(CUdeviceptr p, long bytes, ValueType t, long seed) {
+    int block = (int) Math.min(bytes, 64L << 20);
+    byte[] h = new byte[block];
+    SplittableRandom r = new SplittableRandom(seed);
+    for (int i = 0; i < block; i += t.itemSize()) {
+      int v = r.nextInt(1 << 16);
+      if (t.dtype() == io.volpool.format.Dtype.FLOAT16) {
+        v = (v & 0x8000) | (v % 0x7c00);  // finite
+      }
+      h[i] = (byte) v;
+      if (t.itemSize() == 2) {
+        h[i + 1] = (byte) (v >>> 8);
+      }
+    }
+    for (long off = 0; off < bytes; off += block) {
+      Cuda.check(cuMemcpyHtoD(p.withByteOffset(off), Pointer.to(h), Math.min(block, bytes - off)), "cuMemcpyHtoD(fill)");
+    }
+  }
+
+  /**
+   * Compares the first volume's output with the CPU backend's on the same input (stored values widened
+   * and rescaled on the host, as the readers do); returns "ok" or the error.
+   */
+  private String check(Pipeline p, VolumeShape in, ValueType t, CUdeviceptr x, CUdeviceptr y, int n, VolumeShape out) {
     float[] hx = new float[(int) in.numel()];
-    Cuda.check(cuMemcpyDtoH(Pointer.to(hx), x, in.bytes()), "cuMemcpyDtoH(check input)");
+    if (t.isFloat32()) {
+      Cuda.check(cuMemcpyDtoH(Pointer.to(hx), x, in.bytes()), "cuMemcpyDtoH(check input)");
+    } else {
+      byte[] raw = new byte[(int) (in.numel() * t.itemSize())];
+      Cuda.check(cuMemcpyDtoH(Pointer.to(raw), x, raw.length), "cuMemcpyDtoH(check input)");
+      ByteBuffer wide = ByteBuffer.allocate((int) in.bytes()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+      t.widen(ByteBuffer.wrap(raw), (int) in.numel(), wide, RESCALE);
+      wide.flip().asFloatBuffer().get(hx);
+    }
     float[] hy = new float[(int) out.numel()];
     Cuda.check(cuMemcpyDtoH(Pointer.to(hy), y, out.bytes()), "cuMemcpyDtoH(check output)");
     try (CpuBackend cpu = CpuBackend.fast(0)) {

@@ -114,6 +114,7 @@ class SparkUiTest {
     ChildJvm.Child c = ChildJvm.start("1g", "local[2]", conf, tmp.resolve("child.log"));
     assertThat(c.waitFor(180)).as(c.output()).isZero();
     Map<String, Long> last = new java.util.HashMap<>();
+    Map<String, Long> most = new java.util.HashMap<>();
     try (java.util.stream.Stream<Path> files = java.nio.file.Files.list(csv)) {
       for (Path f : files.toList()) {
         String name = f.getFileName().toString();
@@ -121,18 +122,31 @@ class SparkUiTest {
         if (at < 0) {
           continue;
         }
+        String gauge = name.substring(at + "plugin.io.volpool.spark.VolpoolPlugin.".length()).replace(".csv", "");
         List<String> lines = java.nio.file.Files.readAllLines(f);
-        String value = lines.get(lines.size() - 1).split(",")[1];
-        last.put(name.substring(at + "plugin.io.volpool.spark.VolpoolPlugin.".length()).replace(".csv", ""),
-            Long.parseLong(value.trim()));
+        last.put(gauge, Long.parseLong(lines.get(lines.size() - 1).split(",")[1].trim()));
+        // the largest reading while the run lasted (the last report may come after the backend closed)
+        most.put(gauge, lines.stream().skip(1).mapToLong(l -> Long.parseLong(l.split(",")[1].trim())).max().orElse(0));
       }
     }
     assertThat(last).as("volpool gauges in " + csv).containsKeys("volumesRead", "bytesRead", "volumesWritten",
         "bytesWritten", "tasksFinished", "budgetBytesInUse", "budgetBytesPeak", "budgetBytesLimit");
+    assertThat(last).as("the backend's gauges in " + csv).containsKeys(io.volpool.backend.Backend.METRICS
+        .toArray(new String[0]));
     assertThat(last.get("volumesRead")).isEqualTo(2L);
     assertThat(last.get("bytesRead")).isEqualTo(2L * 3 * 16 * 32 * 32 * 4);
     assertThat(last.get("volumesWritten")).isEqualTo(2L);
     assertThat(last.get("budgetBytesPeak")).isPositive();
+    if (SparkTests.device().equals("gpu")) {
+      // the GPU's own: kernel time from CUDA events, device memory of the batches and as the driver sees it, pinned
+      for (String g : List.of("gpuKernelNanos", "gpuBusyNanos", "gpuDeviceBytesPeak", "gpuDeviceBytesLimit",
+          "gpuDriverBytesUsed", "pinnedBytesPeak")) {
+        assertThat(most.get(g)).as(g + " on the GPU").isPositive();
+      }
+      assertThat(most.get("gpuBusyNanos")).as("busy time holds the kernels'").isGreaterThanOrEqualTo(most.get("gpuKernelNanos"));
+    } else {
+      assertThat(most.get("gpuKernelNanos")).as("no GPU time on " + SparkTests.device()).isZero();
+    }
   }
 
   /**

@@ -113,6 +113,24 @@ public interface Backend extends AutoCloseable {
    */
   int deviceFor(String gpuAddress);
 
+  /** The names of {@link #metrics()}: what Spark's metrics system shows of a backend (executor plugin gauges). */
+  java.util.List<String> METRICS = java.util.List.of("gpuKernelNanos", "gpuBusyNanos", "gpuDeviceBytesInUse",
+      "gpuDeviceBytesPeak", "gpuDeviceBytesLimit", "gpuDriverBytesUsed", "pinnedBytesAllocated", "pinnedBytesPeak");
+
+  /**
+   * This backend's gauges now, by the names of {@link #METRICS} (summed over its devices); the CPU
+   * backend has none. GPU times are measured by CUDA events around each batch's or slab's work:
+   * {@code gpuKernelNanos} its kernels (the widening and narrowing ones too), {@code gpuBusyNanos} its
+   * kernels and its output's copy back (input copies overlap the readers and are left out); batches on
+   * separate streams overlap, so the sums can outrun the wall clock. Device bytes are the batches'
+   * buffers against the share of the device volpool may take; {@code gpuDriverBytesUsed} is what the
+   * driver reports in use on the devices, by every process; pinned bytes are the host memory pinned
+   * for staging (pool chunks and blocks of their own).
+   */
+  default java.util.Map<String, Long> metrics() {
+    return java.util.Map.of();
+  }
+
   @Override
   void close();
 }

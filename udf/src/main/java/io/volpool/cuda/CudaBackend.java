@@ -79,7 +79,7 @@ public final class CudaBackend implements Backend {
   record PinnedBlock(Pointer pointer, ByteBuffer buffer, CudaDevice owner, PinnedChunk pool, long poolOffset) {}
 
   /** A chunk of the pinned pool {@link #warm} allocated: one portable allocation that blocks are carved from. */
-  record PinnedChunk(Pointer base, CudaDevice owner, Arena arena) {}
+  record PinnedChunk(Pointer base, CudaDevice owner, Arena arena, long bytes) {}
 
   /**
    * Bytes of one chunk of the pinned pool. A pool is several allocations: JCuda views a host
@@ -130,6 +130,7 @@ public final class CudaBackend implements Backend {
         Cuda.check(cuMemHostAlloc(p, bytes, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE),
             "cuMemHostAlloc(" + CudaExecutor.mib(bytes) + " pinned)");
         ownBlocks.incrementAndGet();
+        pinnedAllocated(bytes);
         return new PinnedBlock(p, p.getByteBuffer(0, bytes).order(ByteOrder.LITTLE_ENDIAN), d, null, -1);
       }
 
@@ -141,8 +142,59 @@ public final class CudaBackend implements Backend {
         }
         b.owner().makeCurrent();
         Cuda.check(cuMemFreeHost(b.pointer()), "cuMemFreeHost(pinned)");
+        pinnedAllocated(-b.buffer().capacity());
       }
     });
+  }
+
+  /** Host memory pinned now (pool chunks and blocks of their own), and its peak. */
+  private final java.util.concurrent.atomic.AtomicLong pinnedBytes = new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong pinnedPeak = new java.util.concurrent.atomic.AtomicLong();
+
+  private void pinnedAllocated(long bytes) {
+    long now = pinnedBytes.addAndGet(bytes);
+    pinnedPeak.accumulateAndGet(now, Math::max);
+  }
+
+  @Override
+  public java.util.Map<String, Long> metrics() {
+    long kernels = 0;
+    long busy = 0;
+    long used = 0;
+    long peak = 0;
+    long limit = 0;
+    long driver = 0;
+    java.util.List<CudaDevice> open;
+    synchronized (this) {
+      if (closed) {
+        return java.util.Map.of();
+      }
+      open = new ArrayList<>(devices.values());
+    }
+    for (CudaDevice d : open) {
+      kernels += d.kernelNanos.get();
+      busy += d.busyNanos.get();
+      used += d.memory.used();
+      peak += d.memory.peak();
+      limit += d.memory.limit();
+      try {
+        d.makeCurrent();
+        long[] info = d.memInfo();
+        driver += info[1] - info[0];
+      } catch (RuntimeException e) {
+        // a device closing meanwhile: its driver figure is left out of this reading
+      }
+    }
+    java.util.Map<String, Long> m = new java.util.LinkedHashMap<>();
+    m.put("gpuKernelNanos", kernels);
+    m.put("gpuBusyNanos", busy);
+    m.put("gpuDeviceBytesInUse", used);
+    m.put("gpuDeviceBytesPeak", peak);
+    m.put("gpuDeviceBytesLimit", limit);
+    m.put("gpuDriverBytesUsed", driver);
+    m.put("pinnedBytesAllocated", pinnedBytes.get());
+    m.put("pinnedBytesPeak", pinnedPeak.get());
+    return m;
   }
 
   /**
@@ -246,17 +298,6 @@ public final class CudaBackend implements Backend {
     return "cuda:" + d.ordinal + " " + d.name;
   }
 
-  /** Per-volume bytes that one batch needs on the device (input, used intermediates, output). */
-  static long deviceBytesPerVolume(KernelPlan plan) {
-    long b = 0;
-    for (int i = 0; i < plan.shapes().size(); i++) {
-      if (plan.used(i)) {
-        b += plan.shapes().get(i).bytes();
-      }
-    }
-    return b + plan.narrowBufferBytes();
-  }
-
 
   /** Largest output, gap included, one batch of whole volumes holds (a ByteBuffer's reach, less staging). */
   static final long MAX_BATCH_OUTPUT = Integer.MAX_VALUE - (64L << 20);
@@ -266,7 +307,7 @@ public final class CudaBackend implements Backend {
       int outputGap, MemoryBudget budget) {
     KernelPlan plan = KernelPlan.of(pipeline, input);
     CudaDevice d = device(device);
-    long perVolume = deviceBytesPerVolume(plan);
+    long perVolume = plan.deviceBytesPerVolume();
     long outPerVolume = outputGap + plan.shapes().get(plan.outputBuffer()).bytes();
     long pinnedOne = CudaExecutor.pinnedBytes(plan, 1, outputGap);
     if (perVolume > d.memory.maxRequest() || outPerVolume > MAX_BATCH_OUTPUT || pinnedOne > budget.maxRequest()) {
@@ -316,7 +357,7 @@ public final class CudaBackend implements Backend {
       int outputGap) {
     KernelPlan plan = KernelPlan.of(pipeline, input);
     CudaDevice d = device(device);
-    long perVolume = deviceBytesPerVolume(plan);
+    long perVolume = plan.deviceBytesPerVolume();
     long outPerVolume = outputGap + plan.shapes().get(plan.outputBuffer()).bytes();
     if (maxBatch < 1 || maxBatch * outPerVolume > MAX_BATCH_OUTPUT || maxBatch > KernelPlan.MAX_GRID_YZ) {
       throw new IllegalArgumentException("a GPU batch of " + maxBatch + " volumes " + input + " gives "
@@ -330,22 +371,25 @@ public final class CudaBackend implements Backend {
           + CudaExecutor.mib(d.memory.maxRequest()) + " each (half of " + VolpoolOptions.GPU_MEMORY_FRACTION.key()
           + " of its free memory); plan() runs such volumes in slabs");
     }
-    LOG.debug("CUDA plan for {} on {}: {}", pipeline.describe(), input, plan.describe());
-    return new CudaExecutor(d, plan, onDevice(plan, stored, maxBatch, perVolume, d), maxBatch, outputGap, pinned, poison);
+    KernelPlan run = onDevice(plan, stored, maxBatch, d);
+    LOG.debug("CUDA plan for {} on {} {}: {}", pipeline.describe(), input, run.stored(), run.describe());
+    return new CudaExecutor(d, run, maxBatch, outputGap, pinned, poison);
   }
 
   /**
    * The one place that decides where a batch's values are widened: 8- and 16-bit values go to the
    * device at their stored width and are widened there (half or a quarter of the bytes over the
-   * host's memory and the bus), when their buffer still fits the batch's share of the device; other
-   * types (int32, float64, big-endian float32) are widened by the readers, as they gain nothing.
+   * host's memory and the bus), in the first kernel's loads where it can ({@link KernelPlan#of(
+   * io.volpool.op.Pipeline, io.volpool.op.VolumeShape, ValueType)}), when their buffers still fit the
+   * batch's share of the device; other types (int32, float64, big-endian float32) are widened by the
+   * readers, as they gain nothing. Returns the plan the batches run.
    */
-  private ValueType onDevice(KernelPlan plan, ValueType stored, int maxBatch, long perVolume, CudaDevice d) {
+  private KernelPlan onDevice(KernelPlan plan, ValueType stored, int maxBatch, CudaDevice d) {
     if (stored.isFloat32() || stored.itemSize() > 2 || !widenOnDevice) {
-      return ValueType.FLOAT32;
+      return plan;
     }
-    long more = CudaExecutor.wideningBytesPerVolume(plan, stored);
-    return maxBatch * (perVolume + more) <= d.memory.maxRequest() ? stored : ValueType.FLOAT32;
+    KernelPlan typed = KernelPlan.of(plan.pipeline(), plan.shapes().get(0), stored);
+    return maxBatch * typed.deviceBytesPerVolume() <= d.memory.maxRequest() ? typed : plan;
   }
 
   @Override
@@ -455,8 +499,9 @@ public final class CudaBackend implements Backend {
             break;
           }
           List<PinnedChunk> more = new ArrayList<>(pool);
-          more.add(new PinnedChunk(p, d, new Arena(size, 4096)));
+          more.add(new PinnedChunk(p, d, new Arena(size, 4096), size));
           pool = List.copyOf(more);
+          pinnedAllocated(size);
         }
         n++;
       }
@@ -510,6 +555,7 @@ public final class CudaBackend implements Backend {
         // a chunk with blocks still out (a task running at shutdown) stays: the process is ending
         c.owner().makeCurrent();
         Cuda.check(cuMemFreeHost(c.base()), "cuMemFreeHost(pinned pool)");
+        pinnedAllocated(-c.bytes());
       }
     }
     for (CudaDevice d : devices.values()) {

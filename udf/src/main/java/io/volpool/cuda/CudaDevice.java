@@ -46,6 +46,9 @@ final class CudaDevice implements AutoCloseable {
   final MemoryBudget memory;
   /** Device buffers, streams and events of batches, reused by size; counted against {@link #memory}. */
   final BufferPool<DeviceSlot.Key, DeviceSlot> slots;
+  /** Nanoseconds of this device's kernels, and of its kernels and output copies, as CUDA events timed them. */
+  final java.util.concurrent.atomic.AtomicLong kernelNanos = new java.util.concurrent.atomic.AtomicLong();
+  final java.util.concurrent.atomic.AtomicLong busyNanos = new java.util.concurrent.atomic.AtomicLong();
   private final CUdevice device = new CUdevice();
   private final CUcontext context = new CUcontext();
   private final CUmodule module = new CUmodule();

@@ -58,7 +58,7 @@ final class CudaExecutor implements BatchExecutor {
   private final int storedBuf;
   private final int paramsBuf;
 
-  CudaExecutor(CudaDevice device, KernelPlan plan, ValueType stored, int maxBatch, int gap,
+  CudaExecutor(CudaDevice device, KernelPlan plan, int maxBatch, int gap,
       BufferPool<CudaBackend.PinnedKey, CudaBackend.PinnedBlock> pinned, boolean poison) {
     this.device = device;
     this.plan = plan;
@@ -66,12 +66,9 @@ final class CudaExecutor implements BatchExecutor {
     this.gap = gap;
     this.pinned = pinned;
     this.poison = poison;
-    this.stored = stored;
+    this.stored = plan.stored();
     this.widens = !stored.isFloat32();
-    if (widens && stored.itemSize() > 2) {
-      throw new IllegalArgumentException("the GPU widens 8- and 16-bit values, not " + stored);
-    }
-    this.inBytes = plan.shapes().get(0).numel() * stored.itemSize();
+    this.inBytes = plan.inputBytes();
     // the float32 output's room per volume (offsets keep it); the copy back moves plan.outputBytes() of it
     this.outBytes = plan.shapes().get(plan.outputBuffer()).bytes();
     this.copyBytes = plan.outputBytes();
@@ -81,22 +78,17 @@ final class CudaExecutor implements BatchExecutor {
     this.hostKey = new CudaBackend.PinnedKey(device.ordinal, pinnedBytes(plan, stored, maxBatch, gap));
     java.util.List<Long> sizes = new java.util.ArrayList<>();
     for (int i = 0; i < plan.shapes().size(); i++) {
-      sizes.add(plan.used(i) ? maxBatch * plan.shapes().get(i).bytes() : 0L);
+      sizes.add(maxBatch * plan.bufferBytes(i));
     }
     this.narrowBuf = sizes.size();
     this.storedBuf = narrowBuf + 1;
     this.paramsBuf = narrowBuf + 2;
     sizes.add(maxBatch * plan.narrowBufferBytes());
-    sizes.add(widens ? (maxBatch * inBytes + 3) & ~3L : 0L);
+    sizes.add(plan.widens() ? (maxBatch * inBytes + 3) & ~3L : 0L);
     sizes.add(widens ? maxBatch * 8L : 0L);
     this.slotKey = new DeviceSlot.Key(java.util.List.copyOf(sizes));
     this.what = "a GPU batch of " + maxBatch + " volumes " + plan.shapes().get(0) + (widens ? " of " + stored : "")
         + " through " + plan.describe();
-  }
-
-  /** Device bytes per volume beyond the plan's buffers when the device widens values of {@code stored}. */
-  static long wideningBytesPerVolume(KernelPlan plan, ValueType stored) {
-    return stored.isFloat32() ? 0 : plan.shapes().get(0).numel() * stored.itemSize() + 8;
   }
 
   /** Pinned bytes one batch of {@code n} float32 volumes holds: two input staging chunks, then the output with its gaps. */
@@ -184,19 +176,19 @@ final class CudaExecutor implements BatchExecutor {
     Cuda.check(cuEventRecord(s.events[1], s.stream), "cuEventRecord");
     if (poison) {
       // every buffer a kernel writes (the input too, when the device widens into it) starts as NaN
-      for (int i = widens ? 0 : 1; i <= narrowBuf; i++) {
+      for (int i = plan.widens() ? 0 : 1; i <= narrowBuf; i++) {
         if (s.buffers[i] != null) {
-          long words = i < plan.shapes().size() ? n * plan.shapes().get(i).numel() : n * plan.narrowBufferBytes() / 4;
+          long words = i < plan.shapes().size() ? n * plan.bufferBytes(i) / 4 : n * plan.narrowBufferBytes() / 4;
           Cuda.check(cuMemsetD32Async(s.buffers[i], NAN_BITS, words, s.stream), "cuMemsetD32Async(poison buffer " + i + ")");
         }
       }
     }
     KernelRunner runner = s.runner(plan);
-    if (widens) {
+    if (plan.widens()) {
       runner.widen(s.stream, s.buffers[storedBuf], s.buffers[0], s.buffers[paramsBuf], n, plan.shapes().get(0).numel(),
           stored);
     }
-    runner.launch(s.stream, s.buffers, n);
+    runner.launch(s.stream, s.buffers, n, s.buffers[paramsBuf]);
     CUdeviceptr src = s.buffers[plan.outputBuffer()];
     long srcPitch = outBytes;
     if (plan.narrowKernel() != null) {
@@ -263,8 +255,12 @@ final class CudaExecutor implements BatchExecutor {
         long t0 = System.nanoTime();
         Cuda.check(cuEventSynchronize(slot.events[3]), "cuEventSynchronize(batch of " + n + ", " + plan.describe() + ")");
         times.add(Phase.WAIT_GPU, System.nanoTime() - t0);
-        times.add(Phase.KERNELS, elapsedNanos(1, 2));
-        times.add(Phase.D2H, elapsedNanos(2, 3));
+        long kernels = elapsedNanos(1, 2);
+        long d2h = elapsedNanos(2, 3);
+        times.add(Phase.KERNELS, kernels);
+        times.add(Phase.D2H, d2h);
+        device.kernelNanos.addAndGet(kernels);
+        device.busyNanos.addAndGet(kernels + d2h);
         done = true;
       }
       ByteBuffer o = host.buffer().duplicate().order(ByteOrder.LITTLE_ENDIAN);
@@ -353,7 +349,7 @@ final class CudaExecutor implements BatchExecutor {
         started = true;
       }
       long devAt = pos - fill;
-      Cuda.check(cuMemcpyHtoDAsync(s.buffers[widens ? storedBuf : 0].withByteOffset(devAt), b.host.pointer().withByteOffset(cur * chunk), fill,
+      Cuda.check(cuMemcpyHtoDAsync(s.buffers[plan.widens() ? storedBuf : 0].withByteOffset(devAt), b.host.pointer().withByteOffset(cur * chunk), fill,
           s.stream), "cuMemcpyHtoDAsync(" + mib(fill) + " staged input)");
       Cuda.check(cuEventRecord(s.chunkDone[cur], s.stream), "cuEventRecord");
       busy[cur] = true;

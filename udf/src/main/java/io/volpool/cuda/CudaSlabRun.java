@@ -238,8 +238,12 @@ final class CudaSlabRun implements SlabRun {
         + input.record() + ", " + kernels.describe() + ")");
     times.add(Phase.WAIT_GPU, System.nanoTime() - w0);
     times.add(Phase.H2D, elapsedNanos(0, 1));
-    times.add(Phase.KERNELS, elapsedNanos(1, 2));
-    times.add(Phase.D2H, elapsedNanos(2, 3));
+    long kernelTime = elapsedNanos(1, 2);
+    long d2h = elapsedNanos(2, 3);
+    times.add(Phase.KERNELS, kernelTime);
+    times.add(Phase.D2H, d2h);
+    device.kernelNanos.addAndGet(kernelTime);
+    device.busyNanos.addAndGet(kernelTime + d2h);
     pendingO0 = o0;
     pendingO1 = o1;
     pendingRegion = region;

@@ -140,7 +140,15 @@ public final class KernelRunner implements AutoCloseable {
 
   /** Launches every step for {@code n} whole volumes; {@code bufs[i]} holds buffer i of the plan. */
   public void launch(CUstream stream, CUdeviceptr[] bufs, int n) {
-    launch(stream, bufs, n, plan.wholeSlabs());
+    launch(stream, bufs, n, plan.wholeSlabs(), null);
+  }
+
+  /**
+   * The same for volumes of stored values: {@code rescale} holds their {@code (slope, intercept)}
+   * pairs, which a first step that reads the stored values takes ({@link GpuLaunch.Arg.Rescale}).
+   */
+  public void launch(CUstream stream, CUdeviceptr[] bufs, int n, CUdeviceptr rescale) {
+    launch(stream, bufs, n, plan.wholeSlabs(), rescale);
   }
 
   /**
@@ -150,10 +158,15 @@ public final class KernelRunner implements AutoCloseable {
    * {@code slabs[src]} and writes the output planes of {@code slabs[dst - 1]}.
    */
   public void launch(CUstream stream, CUdeviceptr[] bufs, int n, Slab[] slabs) {
+    launch(stream, bufs, n, slabs, null);
+  }
+
+  private void launch(CUstream stream, CUdeviceptr[] bufs, int n, Slab[] slabs, CUdeviceptr rescale) {
     for (GpuStep s : plan.steps()) {
       Slab in = slabs[s.src()];
       Slab out = slabs[s.dst() - 1];
-      launch(s, stream, bufs[s.src()], bufs[s.dst()], n, new Slab(in.inD0(), in.inDn(), out.outD0(), out.outDn()));
+      launch(s, stream, bufs[s.src()], bufs[s.dst()], rescale, n, new Slab(in.inD0(), in.inDn(), out.outD0(),
+          out.outDn()));
     }
   }
 
@@ -202,14 +215,15 @@ public final class KernelRunner implements AutoCloseable {
 
   private final Map<LaunchKey, Launch> launches = new HashMap<>();
 
-  private void launch(GpuStep s, CUstream stream, CUdeviceptr src, CUdeviceptr dst, int n, Slab w) {
+  private void launch(GpuStep s, CUstream stream, CUdeviceptr src, CUdeviceptr dst, CUdeviceptr rescale, int n,
+      Slab w) {
     LaunchKey key = new LaunchKey(s, src, dst, n, w);
     Launch l = launches.get(key);
     if (l == null) {
       if (launches.size() > 64) {
         launches.clear();
       }
-      l = prepare(s, src, dst, n, w);
+      l = prepare(s, src, dst, rescale, n, w);
       launches.put(key, l);
     }
     VolumeShape in = plan.shapes().get(s.src());
@@ -218,7 +232,7 @@ public final class KernelRunner implements AutoCloseable {
         + ", input planes [" + w.inD0() + ", " + w.inD1() + "), output planes [" + w.outD0() + ", " + w.outD1() + "))");
   }
 
-  private Launch prepare(GpuStep s, CUdeviceptr src, CUdeviceptr dst, int n, Slab w) {
+  private Launch prepare(GpuStep s, CUdeviceptr src, CUdeviceptr dst, CUdeviceptr rescale, int n, Slab w) {
     GpuLaunch g = s.launch(n, w);
     List<Pointer> ps = new ArrayList<>();
     for (GpuLaunch.Arg a : g.args()) {
@@ -226,6 +240,11 @@ public final class KernelRunner implements AutoCloseable {
         ps.add(Pointer.to(src));
       } else if (a instanceof GpuLaunch.Arg.Dst) {
         ps.add(Pointer.to(dst));
+      } else if (a instanceof GpuLaunch.Arg.Rescale) {
+        if (rescale == null) {
+          throw new IllegalStateException(s.kernel() + " reads stored values but the batch passed no rescale pairs");
+        }
+        ps.add(Pointer.to(rescale));
       } else if (a instanceof GpuLaunch.Arg.I32 x) {
         ps.add(Pointer.to(new int[] {x.value()}));
       } else if (a instanceof GpuLaunch.Arg.I64 x) {

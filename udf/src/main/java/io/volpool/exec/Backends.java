@@ -23,6 +23,8 @@ final class Backends {
   private static final Map<String, Backend> CACHE = new HashMap<>();
   private static final Map<String, MemoryBudget> BUDGETS = new HashMap<>();
   private static boolean hookInstalled;
+  /** The backends of {@link #CACHE}, for readers that must not wait on a backend being made (metrics). */
+  private static volatile java.util.List<Backend> open = java.util.List.of();
 
   private Backends() {}
 
@@ -48,6 +50,7 @@ final class Backends {
       b = create(device, cpuThreads, gpuMemoryFraction, budget);
       CACHE.put(key, b);
       BUDGETS.put(key, budget);
+      open = java.util.List.copyOf(CACHE.values());
       if (!hookInstalled) {
         hookInstalled = true;
         Runtime.getRuntime().addShutdownHook(new Thread(Backends::closeAll, "volpool-backend-close"));
@@ -137,5 +140,15 @@ final class Backends {
     }
     CACHE.clear();
     BUDGETS.clear();
+    open = java.util.List.of();
+  }
+
+  /** The gauges of this JVM's backends now ({@link Backend#metrics}), summed by name; never waits for a backend being made. */
+  static Map<String, Long> metrics() {
+    Map<String, Long> sum = new HashMap<>();
+    for (Backend b : open) {
+      b.metrics().forEach((k, v) -> sum.merge(k, v, Long::sum));
+    }
+    return sum;
   }
 }

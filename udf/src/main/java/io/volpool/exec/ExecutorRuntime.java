@@ -114,6 +114,11 @@ public final class ExecutorRuntime {
     return t;
   }
 
+  /** The gauges of this JVM's backends now ({@link Backend#metrics}, by {@link Backend#METRICS}' names); empty before one exists. */
+  public static java.util.Map<String, Long> backendMetrics() {
+    return Backends.metrics();
+  }
+
   /** The executor is stopping: its backends give back their GPU contexts, device and pinned memory, in order. */
   public static void shutdown() {
     Backends.closeAll();

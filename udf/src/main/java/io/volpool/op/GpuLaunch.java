@@ -39,9 +39,12 @@ public record GpuLaunch(List<Arg> args, long work, int gridX, int gridY, int gri
   }
 
   /** One kernel argument. */
-  public sealed interface Arg permits Arg.Src, Arg.Dst, Arg.I32, Arg.I64, Arg.Struct, Arg.Table {
-    /** The step's input buffer (a {@code const float*}). */
+  public sealed interface Arg permits Arg.Src, Arg.Dst, Arg.I32, Arg.I64, Arg.Struct, Arg.Table, Arg.Rescale {
+    /** The step's input buffer (a {@code const float*}, or the stored values' type for a step {@link GpuStep#reading} them). */
     record Src() implements Arg {}
+
+    /** The batch's per-volume rescale pairs {@code (slope, intercept)}, a {@code const float2*}. */
+    record Rescale() implements Arg {}
 
     /** The step's output buffer (a {@code float*}). */
     record Dst() implements Arg {}
@@ -75,6 +78,11 @@ public record GpuLaunch(List<Arg> args, long work, int gridX, int gridY, int gri
     return new Arg.Dst();
   }
 
+  /** The batch's per-volume rescale pairs. */
+  public static Arg rescale() {
+    return new Arg.Rescale();
+  }
+
   public static Arg i32(int v) {
     return new Arg.I32(v);
   }
@@ -103,12 +111,6 @@ public record GpuLaunch(List<Arg> args, long work, int gridX, int gridY, int gri
   public static List<Arg> poolArgs(int n, VolumeShape in, VolumeShape out, Slab w) {
     return args(inputBuffer(), outputBuffer(), i64((long) n * in.c()), i32(in.d()), i32(in.h()), i32(in.w()),
         i32(out.d()), i32(out.h()), i32(out.w()), window(w));
-  }
-
-  /** The grid of the one-read k3 s2 p1 pool kernels: blocks of (32, 4) threads, each covering 64 x 8 outputs of a plane. */
-  public static GpuLaunch oneReadPool(List<Arg> args, int n, VolumeShape in, VolumeShape out) {
-    long total = (long) n * in.c() * ceil(out.h(), 8) * ceil(out.w(), 64);
-    return grid(args, (int) Math.min(total, Integer.MAX_VALUE), 1, 1, 32, 4, 0);
   }
 
   /** A grid-stride pool launch: one thread per output element of the window. */

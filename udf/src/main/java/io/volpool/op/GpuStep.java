@@ -19,4 +19,13 @@ public interface GpuStep {
    * output planes of buffer {@code dst()}): the arguments in the kernel's order and the grid.
    */
   GpuLaunch launch(int n, Slab w);
+
+  /**
+   * This step reading the batch's values as stored ({@code t}: 8 or 16 bits, widened and rescaled in
+   * the kernel's own loads, its launch then passing {@link GpuLaunch.Arg.Rescale}), or null when its
+   * kernel reads float32 alone (then a widen kernel runs first). Asked only of a plan's first step.
+   */
+  default GpuStep reading(io.volpool.format.ValueType t) {
+    return t.isFloat32() ? this : null;
+  }
 }

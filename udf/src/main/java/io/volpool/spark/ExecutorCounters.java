@@ -5,8 +5,9 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * What this executor JVM's tasks did, for Spark's metrics system (the plugin's gauges: Prometheus,
  * JMX, CSV): volumes (rows, for volumes across rows) and bytes read, volumes and bytes written, tasks
- * finished. Added where the job's accumulators are, by each task as it reads and when it ends; read by
- * any thread.
+ * finished, the memory budget; and its backend's gauges ({@link io.volpool.backend.Backend#metrics}:
+ * GPU kernel and busy time, device and pinned memory). Added where the job's accumulators are, by each
+ * task as it reads and when it ends; read by any thread.
  */
 public final class ExecutorCounters {
   static final AtomicLong VOLUMES_READ = new AtomicLong();
@@ -37,6 +38,10 @@ public final class ExecutorCounters {
       io.volpool.memory.MemoryBudget b = io.volpool.memory.MemoryBudget.jvmOrNull();
       return b == null ? 0 : b.limit();
     });
+    // the GPU's: kernel and busy time from CUDA events, device memory of the batches and as the driver sees it, pinned memory
+    for (String name : io.volpool.backend.Backend.METRICS) {
+      g.put(name, () -> io.volpool.exec.ExecutorRuntime.backendMetrics().getOrDefault(name, 0L));
+    }
     return g;
   }
 }

@@ -6,6 +6,7 @@ import static io.volpool.op.GpuLaunch.poolArgs;
 
 import io.volpool.op.GpuLaunch;
 import io.volpool.op.GpuStep;
+import io.volpool.op.OneReadPoolStep;
 import io.volpool.op.StageStep;
 import io.volpool.op.VolumeShape;
 
@@ -16,9 +17,8 @@ final class AvgPool3dGpu {
   /** The kernel for {@code spec} at stage {@code i} on inputs {@code in}: the fast path where it applies. */
   static GpuStep step(AvgPool3dSpec spec, int i, VolumeShape in, VolumeShape out) {
     if (k3s2p1(spec, in)) {
-      // blocks of (32, 4) threads, each covering 2 x 2 outputs and marching along D
-      return new StageStep("avgpool_k3s2p1", i, (n, w) -> GpuLaunch.oneReadPool(args(poolArgs(n, in, out, w),
-          i32(spec.countIncludePad() ? 1 : 0)), n, in, out));
+      // each input byte read once; also reads 8- and 16-bit values as stored when it is a batch's first step
+      return OneReadPoolStep.of("avgpool_k3s2p1", i, in, out, java.util.List.of(i32(spec.countIncludePad() ? 1 : 0)));
     }
     // any parameters: one thread per output element
     return new StageStep("avgpool_generic", i, (n, w) -> GpuLaunch.perOutput(args(poolArgs(n, in, out, w),
@@ -27,6 +27,6 @@ final class AvgPool3dGpu {
 
   /** Kernel 3, stride 2, padding 1 and W a multiple of 4: each input byte read once, in 16-byte loads. */
   static boolean k3s2p1(AvgPool3dSpec spec, VolumeShape in) {
-    return spec.kernel() == 3 && spec.stride() == 2 && spec.padding() == 1 && in.w() % 4 == 0;
+    return spec.kernel() == 3 && spec.stride() == 2 && spec.padding() == 1 && OneReadPoolStep.takes(in);
   }
 }

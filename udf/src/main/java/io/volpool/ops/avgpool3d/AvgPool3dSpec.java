@@ -2,6 +2,7 @@ package io.volpool.ops.avgpool3d;
 
 import io.volpool.op.GpuStep;
 import io.volpool.op.Parallel;
+import io.volpool.op.PoolStage;
 import io.volpool.op.PoolMath;
 import io.volpool.op.Slab;
 import io.volpool.op.Stage;
@@ -14,7 +15,7 @@ import java.util.List;
  * cells (but not cells a ceil-mode window reaches past the padding); without it only input cells.
  */
 public record AvgPool3dSpec(int kernel, int stride, int padding, boolean ceilMode, boolean countIncludePad)
-    implements Stage {
+    implements PoolStage {
   public static final String NAME = "avgpool3d";
 
   public AvgPool3dSpec {
@@ -24,6 +25,16 @@ public record AvgPool3dSpec(int kernel, int stride, int padding, boolean ceilMod
   @Override
   public String name() {
     return NAME;
+  }
+
+  @Override
+  public int dilation() {
+    return 1;
+  }
+
+  @Override
+  public boolean max() {
+    return false;
   }
 
   @Override

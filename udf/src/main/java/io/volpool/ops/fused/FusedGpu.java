@@ -9,18 +9,20 @@ import static io.volpool.op.GpuLaunch.window;
 
 import io.volpool.op.GpuLaunch;
 import io.volpool.op.GpuStep;
+import io.volpool.op.PoolStage;
 import io.volpool.op.Slab;
 import io.volpool.op.Stage;
 import io.volpool.op.VolumeShape;
-import io.volpool.ops.avgpool3d.AvgPool3dSpec;
 import java.util.Arrays;
 import java.util.List;
 
 /**
  * fused's CUDA kernels and their launches: {@code fused_generic} (any parameters, tap tables), the
- * 3 -> 16 channel two-tap fast paths, and {@code pipeline_taps2_c3_c16}, which also takes a
- * following avgpool3d (kernel at most 3) into the same kernel, the intermediate never in memory.
- * Which applies is decided here from the stencil alone, so it is tested without a GPU.
+ * 3 -> 16 channel two-tap fast paths, and two that take a following pool into the same kernel, the
+ * intermediate never in memory: {@code pipeline_taps2_c3_c16} (an avgpool3d of kernel at most 3, as
+ * box sums of the input) and {@code fused_maxpool_taps2_c3_c16} / {@code fused_avgpool_taps2_c3_c16}
+ * (any other pool of dilation 1: fused values computed into shared memory, then pooled). Which
+ * applies is decided here from the stencil and the pool's window alone, so it is tested without a GPU.
  */
 final class FusedGpu {
   private FusedGpu() {}
@@ -41,10 +43,15 @@ final class FusedGpu {
     if (linear != null && fusedOut.d() > MAX_GRID_YZ) {
       linear = null;
     }
-    if (fuseStages && linear != null && i + 1 < stages.size() && stages.get(i + 1) instanceof AvgPool3dSpec pool
-        && pool.kernel() <= 3 && Arrays.stream(linear[1]).allMatch(v -> v == 1)
-        && PipelineTaps2.fits(pool, s, shapes.get(i + 2))) {
-      return new PipelineTaps2(i, s, shapes.get(i + 2), stencil, linear[0], pool);
+    if (fuseStages && linear != null && i + 1 < stages.size() && stages.get(i + 1) instanceof PoolStage pool) {
+      VolumeShape pooled = shapes.get(i + 2);
+      if (!pool.max() && pool.kernel() <= 3 && Arrays.stream(linear[1]).allMatch(v -> v == 1)
+          && PipelineTaps2.fits(pool, s, pooled)) {
+        return new PipelineTaps2(i, s, pooled, stencil, linear[0], pool);
+      }
+      if (FusedPoolTaps2.fits(pool, pooled)) {
+        return new FusedPoolTaps2(i, s, pooled, stencil, linear[0], linear[1], pool);
+      }
     }
     return linear != null ? new Taps2(i, s, fusedOut, stencil, linear[0], linear[1])
         : new Generic(i, s, fusedOut, stencil);
@@ -173,10 +180,10 @@ final class FusedGpu {
     }
   }
 
-  /** fused then avgpool3d (kernel at most 3) in one kernel, no intermediate in memory. */
-  record PipelineTaps2(int src, VolumeShape in, VolumeShape out, FusedStencil stencil, int[] base, AvgPool3dSpec pool,
+  /** fused then avgpool3d (kernel at most 3) in one kernel, no intermediate in memory: box sums of the input. */
+  record PipelineTaps2(int src, VolumeShape in, VolumeShape out, FusedStencil stencil, int[] base, PoolStage pool,
       float[] weights) implements GpuStep {
-    PipelineTaps2(int src, VolumeShape in, VolumeShape out, FusedStencil st, int[] base, AvgPool3dSpec pool) {
+    PipelineTaps2(int src, VolumeShape in, VolumeShape out, FusedStencil st, int[] base, PoolStage pool) {
       this(src, in, out, st, base, pool, tapWeights(st));
     }
 
@@ -196,27 +203,27 @@ final class FusedGpu {
     }
 
     /** Input planes a block stages (two final planes): stride + kernel + 1. */
-    static int planes(AvgPool3dSpec pool) {
+    static int planes(PoolStage pool) {
       return pool.stride() + pool.kernel() + 1;
     }
 
     /** Staged rows per plane: (TH-1)*stride + kernel + 1. */
-    static int rows(AvgPool3dSpec pool, int pw) {
+    static int rows(PoolStage pool, int pw) {
       return (256 / tileWidth(pw) - 1) * pool.stride() + pool.kernel() + 1;
     }
 
     /** 16-byte chunks per staged row at the worst alignment shift (3 floats). */
-    static int chunks(AvgPool3dSpec pool, int pw) {
+    static int chunks(PoolStage pool, int pw) {
       return ((tileWidth(pw) - 1) * pool.stride() + pool.kernel() + 1 + 6) >> 2;
     }
 
     /** Shared memory one block stages: 3 channels x planes x rows x chunks x 16 bytes. */
-    static int smemBytes(AvgPool3dSpec pool, int pw) {
+    static int smemBytes(PoolStage pool, int pw) {
       return FAST_CIN * planes(pool) * rows(pool, pw) * chunks(pool, pw) * 16;
     }
 
     /** Whether the kernel's fixed limits hold: 16-byte rows, at most 7 planes, 4 staging slots per thread. */
-    static boolean fits(AvgPool3dSpec pool, VolumeShape in, VolumeShape out) {
+    static boolean fits(PoolStage pool, VolumeShape in, VolumeShape out) {
       return in.w() % 4 == 0 && planes(pool) <= 7 && rows(pool, out.w()) * chunks(pool, out.w()) <= 4 * 256
           && smemBytes(pool, out.w()) <= SMEM_LIMIT && (out.d() + 1) / 2 <= MAX_GRID_YZ;
     }
@@ -224,7 +231,7 @@ final class FusedGpu {
     @Override
     public GpuLaunch launch(int n, Slab w) {
       VolumeShape fusedOut = stencil.output();
-      AvgPool3dSpec a = pool;
+      PoolStage a = pool;
       int bx = tileWidth(out.w());
       int by = 256 / bx;
       return GpuLaunch.grid(args(inputBuffer(), outputBuffer(), i32(n), i32(in.d()), i32(in.h()), i32(in.w()),
@@ -233,6 +240,56 @@ final class FusedGpu {
           i32(base[1]), i32(base[2]), i32(a.kernel()), i32(a.stride()), i32(a.padding()), i32(a.ceilMode() ? 1 : 0),
           i32(a.countIncludePad() ? 1 : 0), new GpuLaunch.Arg.Struct(weights)), ceil(out.w(), bx) * ceil(out.h(), by),
           ceil(w.outDn(), 2), n, bx, by, smemBytes(a, out.w()));
+    }
+  }
+
+  /**
+   * fused then any pool of dilation 1 (maxpool3d, or an avgpool3d the box-sum kernel does not take) in
+   * one kernel: blocks of {@link #TW} x {@link #TH} threads own as many final outputs of {@link #PLANES}
+   * final planes, computing the fused values their windows read one fused plane at a time into shared
+   * memory. The constants are the kernel's ({@code FP_TW}, {@code FP_TH}, {@code VOLPOOL_FP_PLANES}).
+   */
+  record FusedPoolTaps2(int src, VolumeShape in, VolumeShape out, FusedStencil stencil, int[] base, int[] step,
+      PoolStage pool, float[] weights) implements GpuStep {
+    static final int TW = FusedGpuGeometry.TW;
+    static final int TH = FusedGpuGeometry.TH;
+    static final int PLANES = FusedGpuGeometry.PLANES;
+
+    FusedPoolTaps2(int src, VolumeShape in, VolumeShape out, FusedStencil st, int[] base, int[] step, PoolStage pool) {
+      this(src, in, out, st, base, step, pool, tapWeights(st));
+    }
+
+    /** Shared memory of one block: one fused plane of its region, 16 channels. */
+    static int smemBytes(PoolStage pool) {
+      return FAST_COUT * ((TH - 1) * pool.stride() + pool.kernel()) * ((TW - 1) * pool.stride() + pool.kernel()) * 4;
+    }
+
+    /** Dilation 1, a fused region that fits shared memory, the final planes within the grid's y. */
+    static boolean fits(PoolStage pool, VolumeShape out) {
+      return pool.dilation() == 1 && smemBytes(pool) <= SMEM_LIMIT && ceil(out.d(), PLANES) <= MAX_GRID_YZ;
+    }
+
+    @Override
+    public String kernel() {
+      return pool.max() ? "fused_maxpool_taps2_c3_c16" : "fused_avgpool_taps2_c3_c16";
+    }
+
+    @Override
+    public int dst() {
+      return src + 2;
+    }
+
+    @Override
+    public GpuLaunch launch(int n, Slab w) {
+      VolumeShape f = stencil.output();
+      PoolStage p = pool;
+      List<GpuLaunch.Arg> a = args(inputBuffer(), outputBuffer(), i32(n), i32(in.d()), i32(in.h()), i32(in.w()),
+          i32(f.d()), i32(f.h()), i32(f.w()), i32(out.d()), i32(out.h()), i32(out.w()), window(w), i32(base[0]),
+          i32(step[0]), i32(base[1]), i32(step[1]), i32(base[2]), i32(step[2]), i32(p.kernel()), i32(p.stride()),
+          i32(p.padding()));
+      a = p.max() ? args(a, new GpuLaunch.Arg.Struct(weights))
+          : args(a, i32(p.countIncludePad() ? 1 : 0), new GpuLaunch.Arg.Struct(weights));
+      return GpuLaunch.grid(a, ceil(out.w(), TW) * ceil(out.h(), TH), ceil(w.outDn(), PLANES), n, TW, TH, smemBytes(p));
     }
   }
 }

@@ -2,6 +2,7 @@ package io.volpool.ops.maxpool3d;
 
 import io.volpool.op.GpuStep;
 import io.volpool.op.Parallel;
+import io.volpool.op.PoolStage;
 import io.volpool.op.PoolMath;
 import io.volpool.op.Slab;
 import io.volpool.op.Stage;
@@ -14,7 +15,7 @@ import java.util.List;
  * apart. Padded cells never win (a window of {@code -inf} gives {@code -inf}); a NaN in a window
  * gives NaN, as PyTorch does. Immutable.
  */
-public record MaxPool3dSpec(int kernel, int stride, int padding, int dilation, boolean ceilMode) implements Stage {
+public record MaxPool3dSpec(int kernel, int stride, int padding, int dilation, boolean ceilMode) implements PoolStage {
   public static final String NAME = "maxpool3d";
 
   public MaxPool3dSpec {
@@ -29,6 +30,17 @@ public record MaxPool3dSpec(int kernel, int stride, int padding, int dilation, b
   @Override
   public String name() {
     return NAME;
+  }
+
+  @Override
+  public boolean max() {
+    return true;
+  }
+
+  /** A max has no divisor. */
+  @Override
+  public boolean countIncludePad() {
+    return false;
   }
 
   @Override
