@@ -5,7 +5,7 @@ rescale, pool. Eager runs the conversion and the pool as separate kernels (the f
 torch.compile may fuse them. Shapes as GpuBench: avgpool3d and maxpool3d k3 s2 p1 on [16,32,128,128,256].
 'floor_ms' is the bytes that must move (stored input read once, float32 output written once) over the measured
 device-to-device copy bandwidth, as GpuBench computes it.
-    python3 torch_dtype_anchors.py [--json FILE]
+    python3 torch_dtype_anchors.py [--compile-dtypes int16,float16] [--json FILE]
 """
 import argparse, json
 
@@ -28,8 +28,10 @@ def bench(fn, iters=20, warm=3):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="16,32,128,128,256")
+    ap.add_argument("--compile-dtypes", default="int16", help="dtypes also timed through torch.compile ('' for none)")
     ap.add_argument("--json")
     a = ap.parse_args()
+    compiled = set(v for v in a.compile_dtypes.split(",") if v)
     r = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0)}
     big = torch.empty(1 << 29, device="cuda").uniform_()
     dst = torch.empty_like(big)
@@ -52,6 +54,8 @@ def main():
                 r[f"{pool}_{name}_eager_ms"] = bench(eager)
                 r[f"{pool}_{name}_eager_x_floor"] = r[f"{pool}_{name}_eager_ms"] / r[f"{pool}_{name}_floor_ms"]
                 del y
+                if name not in compiled:
+                    continue
                 try:
                     comp = torch.compile(lambda v, fn=fn: fn(v.to(torch.float32) * slope + intercept))
                     comp(x)
