@@ -230,7 +230,9 @@ final class SnappyPageSource extends ByteSource {
         if (literalLeft > 0) {
           int k = Math.min(literalLeft, n - w);
           int i = in.at(inPos, 1);
-          if (k <= 16 && n - w >= 16 && in.held(inPos) >= 16) {
+          // the word-wise copy moves longs from the page to dst: only where both have one byte order, or
+          // the bytes turn around (a GPU batch's pinned window is little-endian, a page's buffer big-endian)
+          if (k <= 16 && n - w >= 16 && in.held(inPos) >= 16 && dst.order() == in.buf.order()) {
             // a short literal (a few bytes between copies): two words, not a bulk copy's set-up
             dst.putLong(base + w, in.buf.getLong(i));
             dst.putLong(base + w + 8, in.buf.getLong(i + 8));

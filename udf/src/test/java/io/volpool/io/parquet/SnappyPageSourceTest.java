@@ -59,6 +59,15 @@ class SnappyPageSourceTest {
 
   /** Reads the whole page through {@code src} in pieces of {@code 1 + rnd(max)} bytes, seeking over some. */
   static byte[] readInPieces(SnappyPageSource src, byte[] plain, int max, boolean direct, long seed) throws IOException {
+    return readInPieces(src, plain, max, direct, java.nio.ByteOrder.BIG_ENDIAN, seed);
+  }
+
+  /**
+   * The same, the direct pieces in byte order {@code order}: a GPU batch's pinned windows are
+   * little-endian, and the bytes must come back as stored whatever the order of the buffer they land in.
+   */
+  static byte[] readInPieces(SnappyPageSource src, byte[] plain, int max, boolean direct, java.nio.ByteOrder order,
+      long seed) throws IOException {
     SplittableRandom r = new SplittableRandom(seed);
     byte[] got = new byte[plain.length];
     Arrays.fill(got, (byte) 0x5a);
@@ -70,7 +79,7 @@ class SnappyPageSourceTest {
         src.seek(p + n);
         Arrays.fill(expected, p, p + n, (byte) 0x5a);
       } else if (direct) {
-        ByteBuffer d = ByteBuffer.allocateDirect(n + 8);
+        ByteBuffer d = ByteBuffer.allocateDirect(n + 8).order(order);
         d.position(3).limit(3 + n);
         src.readFully(d);
         assertThat(d.position()).isEqualTo(3 + n);
@@ -96,6 +105,10 @@ class SnappyPageSourceTest {
         assertThat(s).as("%s: snappy-java reaches back at most 64 KiB", name).isNotNull();
         readInPieces(s, plain, max, direct, max * 31L + (direct ? 1 : 0));
       }
+      // into little-endian windows, as a GPU batch's pinned staging is (the word-wise literal copy turned each
+      // 8 bytes around there, and int16 volumes of repeated values came out wrong on the GPU only)
+      SnappyPageSource s = open(c.duplicate(), plain.length, name);
+      readInPieces(s, plain, max, true, java.nio.ByteOrder.LITTLE_ENDIAN, max * 37L);
     }
   }
 
