@@ -101,7 +101,8 @@ static void typedPools() {
         char what[160];
         for (int cip = 0; cip < 2; cip++) {
           std::vector<float> want(outN, NAN), got(outN, NAN);
-          emu::launch(old::avgpool_k3s2p1, {blocks, 1, 1}, {32, 4, 1}, 0, (const float*)xw.data(), want.data(), nc, s.D,
+          // the float32 kernel of this commit on the values widened: the same arithmetic after the loads
+          emu::launch(cur::avgpool_k3s2p1, {blocks, 1, 1}, {32, 4, 1}, 0, (const float*)xw.data(), want.data(), nc, s.D,
               s.H, s.W, OD, OH, OW, i0, inDn, o0, outDn, cip);
           emu::launch(t.avg, {blocks, 1, 1}, {32, 4, 1}, 0, (const void*)sw.data(), got.data(), nc, s.D, s.H, s.W, OD,
               OH, OW, i0, inDn, o0, outDn, cip, s.C, (const float2*)rs.data());
@@ -142,7 +143,8 @@ static void typedPools() {
       char what[120];
       std::snprintf(what, sizeof what, "%s float32 [%d,%d,%d,%d,%d] against the old kernel",
           op == 0 ? "avgpool_k3s2p1" : "maxpool_k3s2p1", s.n, s.C, s.D, s.H, s.W);
-      same(what, got, want, op == 0 ? -1 : 0);
+      // an average multiplies by its divisor's reciprocals now: within 1e-6 of the quotient the old kernel took
+      same(what, got, want, op == 0 ? 1e-6 : 0);
     }
   }
 }
@@ -220,8 +222,44 @@ static void fusedPools() {
   }
 }
 
+// ---- the widen kernel against the last commit's, every bit pattern, both byte orders, rescales -----------------------
+static void widening() {
+  const float2 rescales[] = {{1.f, 0.f}, {0.1f, -1024.f}, {-2.5f, 3.f}, {1.f, 0.f}};
+  for (int code = 0; code < 6; code++) {
+    const int size = code < 2 ? 1 : 2;
+    const i64 numel = size == 1 ? 256 : 65536;
+    for (int swap = 0; swap < (size == 2 ? 2 : 1); swap++) {
+      std::vector<unsigned char> x(4 * numel * size);
+      for (int v = 0; v < 4; v++)
+        for (i64 i = 0; i < numel; i++) {
+          if (size == 1) {
+            x[v * numel + i] = (unsigned char)i;
+          } else {
+            const unsigned short u = (unsigned short)(swap ? ((i & 0xff) << 8) | (i >> 8) : i);
+            std::memcpy(&x[(v * numel + i) * 2], &u, 2);
+          }
+        }
+      std::vector<float> want(4 * numel, 1.f), got(4 * numel, 2.f);
+      emu::launch(old::widen, {4, 4, 1}, {64, 1, 1}, 0, (const unsigned char*)x.data(), want.data(), numel, code, swap,
+          (const float2*)rescales);
+      emu::launch(cur::widen, {4, 4, 1}, {64, 1, 1}, 0, (const unsigned char*)x.data(), got.data(), numel, code, swap,
+          (const float2*)rescales);
+      char what[80];
+      std::snprintf(what, sizeof what, "widen type %d swap %d: every pattern, four rescales", code, swap);
+      // bit for bit; a NaN rescaled keeps either operand's payload on the host (the GPU's is canonical), so the
+      // rescaled volumes (1 and 2) compare NaN as NaN, the identity ones (0 and 3) every bit, payloads too
+      same(what, got, want, -1);
+      std::vector<float> g0(got.begin(), got.begin() + numel), w0(want.begin(), want.begin() + numel);
+      std::vector<float> g3(got.begin() + 3 * numel, got.end()), w3(want.begin() + 3 * numel, want.end());
+      same(std::string(what) + ", identity volume 0", g0, w0, 0);
+      same(std::string(what) + ", identity volume 3", g3, w3, 0);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   std::string only = argc > 1 ? argv[1] : "all";
+  if (only == "all" || only == "widen") widening();
   if (only == "all" || only == "pools") typedPools();
   if (only == "all" || only == "fused") fusedPools();
   std::printf(failures ? "%d FAILED\n" : "all cases match\n", failures);

@@ -223,53 +223,54 @@ extern "C" __global__ void avgpool_generic(const float* __restrict__ x, float* _
 // bit as io.volpool.format.ValueType widens them on the host (PyTorch's .to(torch.float32)), then
 // rescaled as value * slope + intercept in two roundings (the pair (1, +0) leaves values untouched,
 // so -0.0 stays -0.0). get() takes the element's bits, zero-extended.
-__device__ __forceinline__ float f16_to_f32(uint32_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0) {
-    const float v = (float)mant * 0x1p-24f;  // zero or subnormal, exact
-    return sign ? -v : v;
-  }
-  if (exp == 0x1f) {  // infinities; NaN quiet with its payload
-    return __uint_as_float(sign | 0x7f800000u | (mant == 0 ? 0u : 0x400000u | (mant << 13)));
-  }
-  return __uint_as_float(sign | ((exp + 112u) << 23) | (mant << 13));
-}
-
 struct LoadF32 {
   typedef float T;
   static constexpr int BYTES = 4;
   static constexpr bool RESCALES = false;
   static __device__ __forceinline__ float get(uint32_t u) { return __uint_as_float(u); }
 };
+// Integers of up to 16 bits become float32 exactly by placing them in the mantissa of 2^23 (offset to
+// unsigned) and subtracting: one logic op and one add at full rate, where I2F runs at a quarter of it.
 struct LoadU8 {
   typedef unsigned char T;
   static constexpr int BYTES = 1;
   static constexpr bool RESCALES = true;
-  static __device__ __forceinline__ float get(uint32_t u) { return (float)u; }
+  static __device__ __forceinline__ float get(uint32_t u) { return __uint_as_float(0x4b000000u | u) - 8388608.f; }
 };
 struct LoadI8 {
   typedef signed char T;
   static constexpr int BYTES = 1;
   static constexpr bool RESCALES = true;
-  static __device__ __forceinline__ float get(uint32_t u) { return (float)(int)(signed char)u; }
+  static __device__ __forceinline__ float get(uint32_t u) {
+    return __uint_as_float(0x4b000000u | (u ^ 0x80u)) - 8388736.f;
+  }
 };
 struct LoadU16 {
   typedef unsigned short T;
   static constexpr int BYTES = 2;
   static constexpr bool RESCALES = true;
-  static __device__ __forceinline__ float get(uint32_t u) { return (float)u; }
+  static __device__ __forceinline__ float get(uint32_t u) { return __uint_as_float(0x4b000000u | u) - 8388608.f; }
 };
 struct LoadI16 {
   typedef short T;
   static constexpr int BYTES = 2;
   static constexpr bool RESCALES = true;
-  static __device__ __forceinline__ float get(uint32_t u) { return (float)(int)(short)u; }
+  static __device__ __forceinline__ float get(uint32_t u) {
+    return __uint_as_float(0x4b000000u | (u ^ 0x8000u)) - 8421376.f;
+  }
 };
+// float16 without branches: exponent and mantissa shifted into float32's and scaled by 2^112 (exact for
+// normal and subnormal values; zero stays zero), infinities and NaN (quiet, its payload kept) selected.
 struct LoadF16 {
   typedef unsigned short T;
   static constexpr int BYTES = 2;
   static constexpr bool RESCALES = true;
-  static __device__ __forceinline__ float get(uint32_t u) { return f16_to_f32(u); }
+  static __device__ __forceinline__ float get(uint32_t u) {
+    const uint32_t m = u & 0x7fffu;
+    const uint32_t finite = __float_as_uint(__fmul_rn(__uint_as_float(m << 13), 0x1p112f));
+    const uint32_t special = 0x7f800000u | (m == 0x7c00u ? 0u : 0x400000u | ((m & 0x3ffu) << 13));
+    return __uint_as_float(((u & 0x8000u) << 16) | (m >= 0x7c00u ? special : finite));
+  }
 };
 struct LoadBF16 {
   typedef unsigned short T;
@@ -300,50 +301,54 @@ __device__ __forceinline__ Rescaler rescalerOf(const float2* __restrict__ rescal
 #define VOLPOOL_POOL_CACHE __ldg
 #endif
 
-/** E elements of L's type from p (aligned to E * L::BYTES bytes, one 4-, 8- or 16-byte load each 16 bytes), widened. */
+/** The raw words of E elements of L's type: one aligned 4-, 8- or 16-byte load per 16 bytes. */
 template <class L, int E>
-__device__ __forceinline__ void loadWidened(const typename L::T* __restrict__ p, float (&e)[E]) {
+struct RawRow {
+  uint32_t w[E * L::BYTES / 4];
+};
+
+template <class L, int E>
+__device__ __forceinline__ void loadRaw(const typename L::T* __restrict__ p, RawRow<L, E>& r) {
   constexpr int NB = E * L::BYTES;
-  uint32_t w[NB / 4];
   if constexpr (NB == 4) {
-    w[0] = VOLPOOL_POOL_CACHE(reinterpret_cast<const unsigned int*>(p));
+    r.w[0] = VOLPOOL_POOL_CACHE(reinterpret_cast<const unsigned int*>(p));
   } else if constexpr (NB == 8) {
     const uint2 v = VOLPOOL_POOL_CACHE(reinterpret_cast<const uint2*>(p));
-    w[0] = v.x;
-    w[1] = v.y;
+    r.w[0] = v.x;
+    r.w[1] = v.y;
   } else {
 #pragma unroll
     for (int q = 0; q < NB / 16; q++) {
       const uint4 v = VOLPOOL_POOL_CACHE(reinterpret_cast<const uint4*>(p) + q);
-      w[4 * q] = v.x;
-      w[4 * q + 1] = v.y;
-      w[4 * q + 2] = v.z;
-      w[4 * q + 3] = v.w;
+      r.w[4 * q] = v.x;
+      r.w[4 * q + 1] = v.y;
+      r.w[4 * q + 2] = v.z;
+      r.w[4 * q + 3] = v.w;
     }
-  }
-#pragma unroll
-  for (int i = 0; i < E; i++) {
-    uint32_t u;
-    if constexpr (L::BYTES == 4) {
-      u = w[i];
-    } else if constexpr (L::BYTES == 2) {
-      u = (w[i >> 1] >> ((i & 1) * 16)) & 0xffffu;
-    } else {
-      u = (w[i >> 2] >> ((i & 3) * 8)) & 0xffu;
-    }
-    e[i] = L::get(u);
   }
 }
 
-/** One element of L's type at p, widened. */
-template <class L>
-__device__ __forceinline__ float loadOneWidened(const typename L::T* __restrict__ p) {
+/** Element i of a raw row, widened. */
+template <class L, int E>
+__device__ __forceinline__ float widenRaw(const RawRow<L, E>& r, int i) {
   if constexpr (L::BYTES == 4) {
-    return L::get(__ldg(reinterpret_cast<const unsigned int*>(p)));
+    return L::get(r.w[i]);
   } else if constexpr (L::BYTES == 2) {
-    return L::get(__ldg(reinterpret_cast<const unsigned short*>(p)));
+    return L::get((r.w[i >> 1] >> ((i & 1) * 16)) & 0xffffu);
   } else {
-    return L::get(__ldg(reinterpret_cast<const unsigned char*>(p)));
+    return L::get((r.w[i >> 2] >> ((i & 3) * 8)) & 0xffu);
+  }
+}
+
+/** One element of L's type at p, its bits zero-extended. */
+template <class L>
+__device__ __forceinline__ uint32_t loadOneRaw(const typename L::T* __restrict__ p) {
+  if constexpr (L::BYTES == 4) {
+    return __ldg(reinterpret_cast<const unsigned int*>(p));
+  } else if constexpr (L::BYTES == 2) {
+    return __ldg(reinterpret_cast<const unsigned short*>(p));
+  } else {
+    return __ldg(reinterpret_cast<const unsigned char*>(p));
   }
 }
 
@@ -360,12 +365,13 @@ __device__ __forceinline__ int padFactor(int o, int L, int countIncludePad) {
   return countIncludePad ? e - s : min(s + 3, L) - max(s, 0);
 }
 
-// The reduction of a pool kernel: avgpool3d sums (and divides at the end), maxpool3d takes PyTorch's
-// NaN-propagating max. zero() is what a cell outside the input contributes: padded cells never win.
+// The reduction of a pool kernel: avgpool3d sums (and multiplies by its divisor's reciprocal at the
+// end), maxpool3d takes PyTorch's NaN-propagating max. zero() is what a cell outside the input
+// contributes: padded cells never win.
 struct SumOp {
   static __device__ __forceinline__ float zero() { return 0.f; }
   static __device__ __forceinline__ float op(float a, float b) { return a + b; }
-  static __device__ __forceinline__ float finish(float v, float div) { return v / div; }
+  static __device__ __forceinline__ float finish(float v, float inv) { return v * inv; }
 };
 struct MaxOp {
   static __device__ __forceinline__ float zero() { return -INFINITY; }
@@ -374,108 +380,155 @@ struct MaxOp {
 };
 
 /**
- * Five input rows r0..r0+4 of one plane, reduced along W: s[r][j] is the window of output column
- * j of this lane (input columns c0 + 2j - 1 .. c0 + 2j + 1). Cells outside the input are R::zero().
+ * Input rows r0..r0+NR-1 of one plane, reduced along W: s[r][j] is the window of output column j
+ * of this lane (input columns c0 + 2j - 1 .. c0 + 2j + 1). Cells outside the input are R::zero().
+ * All the rows' loads are issued first, as raw words (fewer registers than widened values); each row
+ * is then widened, rescaled and reduced.
  */
-template <class R, class L, int E>
-__device__ __forceinline__ void rows5(const typename L::T* __restrict__ plane, bool planeOk, int r0, int H, int W,
-    int c0, int lane, const Rescaler& rs, float (&s)[5][E / 2]) {
+template <class R, class L, int E, int NR>
+__device__ __forceinline__ void rowsOf(const typename L::T* __restrict__ plane, bool planeOk, int r0, int H, int W,
+    int c0, int lane, const Rescaler& rs, float (&s)[NR][E / 2]) {
   const float z = R::zero();
-  float e[5][E];
-  float l[5];
+  RawRow<L, E> raw[NR];
+  uint32_t leftRaw[NR];
+  bool in[NR], leftIn[NR];
 #pragma unroll
-  for (int r = 0; r < 5; r++) {
+  for (int r = 0; r < NR; r++) {
     const int h = r0 + r;
     const bool ok = planeOk && h >= 0 && h < H;
     const typename L::T* row = plane + (i64)(ok ? h : 0) * W;
-    if (ok && c0 < W) {
-      loadWidened<L, E>(row + c0, e[r]);
-#pragma unroll
-      for (int i = 0; i < E; i++) e[r][i] = rs(e[r][i]);
+    in[r] = ok && c0 < W;
+    leftIn[r] = ok && lane == 0 && c0 >= 1 && c0 - 1 < W;
+    if (in[r]) {
+      loadRaw<L, E>(row + c0, raw[r]);
     } else {
 #pragma unroll
-      for (int i = 0; i < E; i++) e[r][i] = z;
+      for (int q = 0; q < E * L::BYTES / 4; q++) raw[r].w[q] = 0;
     }
-    l[r] = (ok && lane == 0 && c0 >= 1 && c0 - 1 < W) ? rs(loadOneWidened<L>(row + c0 - 1)) : z;
+    leftRaw[r] = leftIn[r] ? loadOneRaw<L>(row + c0 - 1) : 0u;
   }
 #pragma unroll
-  for (int r = 0; r < 5; r++) {
-    const float left = __shfl_up_sync(0xffffffffu, e[r][E - 1], 1);
-    const float prev = lane == 0 ? l[r] : left;
+  for (int r = 0; r < NR; r++) {
+    float e[E];
+#pragma unroll
+    for (int i = 0; i < E; i++) e[i] = in[r] ? rs(widenRaw<L, E>(raw[r], i)) : z;
+    const float left = __shfl_up_sync(0xffffffffu, e[E - 1], 1);
+    const float prev = lane == 0 ? (leftIn[r] ? rs(L::get(leftRaw[r])) : z) : left;
 #pragma unroll
     for (int j = 0; j < E / 2; j++) {
-      s[r][j] = R::op(R::op(j == 0 ? prev : e[r][2 * j - 1], e[r][2 * j]), e[r][2 * j + 1]);
+      s[r][j] = R::op(R::op(j == 0 ? prev : e[2 * j - 1], e[2 * j]), e[2 * j + 1]);
     }
   }
 }
 
+/** OC consecutive outputs at y (aligned to OC floats when vec): one vector store, or one store each. */
+template <int OC>
+__device__ __forceinline__ void storeRow(float* __restrict__ y, const float (&v)[OC], bool vec, int valid) {
+  if constexpr (OC == 2) {
+    if (vec) {
+      if (valid >= 2) __stcs(reinterpret_cast<float2*>(y), make_float2(v[0], v[1]));
+      return;
+    }
+  } else if constexpr (OC == 4) {
+    if (vec) {
+      if (valid >= 4) __stcs(reinterpret_cast<float4*>(y), make_float4(v[0], v[1], v[2], v[3]));
+      return;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < OC; j++) {
+    if (j < valid) __stcs(y + j, v[j]);
+  }
+}
+
+#ifdef VOLPOOL_POOL_MIN_BLOCKS
+#define VOLPOOL_POOL_LAUNCH __launch_bounds__(128, VOLPOOL_POOL_MIN_BLOCKS)
+#else
+#define VOLPOOL_POOL_LAUNCH __launch_bounds__(128)
+#endif
+
+#ifndef VOLPOOL_POOL_ROWS
+#define VOLPOOL_POOL_ROWS 2
+#endif
+
 /**
  * The one-read k3 s2 p1 pool over volumes of C channels stored as L's type (nc = volumes x C
- * channel planes), volume v rescaled by rescale[v] (unused for float32).
+ * channel planes), volume v rescaled by rescale[v] (unused for float32). A thread covers E/2 output
+ * columns of ROWS output rows (2 * ROWS + 1 input rows a plane). An average multiplies its sum by the
+ * reciprocals of its divisor's factors (H and W once per thread, D per plane) instead of dividing:
+ * within a unit or two in the last place of PyTorch's quotient, and no division's slow path.
  */
-template <class R, class L, int E>
+template <class R, class L, int E, int ROWS = VOLPOOL_POOL_ROWS>
 __device__ __forceinline__ void pool_k3s2p1(const typename L::T* __restrict__ x, float* __restrict__ y, i64 nc, int C,
     int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn, int countIncludePad,
     const float2* __restrict__ rescale) {
-  constexpr int OC = E / 2;  // output columns per lane
-  // block (32, 4): 32 * OC output columns x 8 output rows (2 per thread); each thread marches along D
+  constexpr int OC = E / 2;         // output columns per lane
+  constexpr int NR = 2 * ROWS + 1;  // input rows per plane
+  // block (32, 4): 32 * OC output columns x 4 * ROWS output rows; each thread marches along D
   const int inLast = inD0 + inDn - 1;
   const int lane = threadIdx.x;
   const int colBlocks = (OW + 32 * OC - 1) / (32 * OC);
-  const int rowBlocks = (OH + 7) / 8;
+  const int rowBlocks = (OH + 4 * ROWS - 1) / (4 * ROWS);
   const i64 blocks = nc * rowBlocks * colBlocks;
+  const bool vec = OW % OC == 0;  // every row's outputs of a lane aligned for one vector store
   for (i64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
     i64 t = blk;
     const int cb = (int)(t % colBlocks); t /= colBlocks;
     const int rb = (int)(t % rowBlocks);
     const i64 c = t / rowBlocks;
     const int ow = (cb * 32 + lane) * OC;
-    const int oh = rb * 8 + threadIdx.y * 2;
+    const int oh = rb * 4 * ROWS + threadIdx.y * ROWS;
     if (oh >= OH) continue;  // whole warp leaves together
-    const bool row2 = oh + 1 < OH;
     const int c0 = 2 * ow;
+    const int valid = min(OC, OW - ow);
     const Rescaler rs = rescalerOf<L>(rescale, c / C);
     const i64 plane = (i64)H * W;
     const typename L::T* xc = x + c * inDn * plane - (i64)inD0 * plane;  // indexed by whole-volume plane
     float* yc = y + c * outDn * (i64)OH * OW + (i64)oh * OW + ow;
-    float fw[OC];
+    // an average's divisor is (H factor) x (W factor) x (D factor): the first two per thread, the last per plane
+    float inv[ROWS][OC];
 #pragma unroll
-    for (int j = 0; j < OC; j++) fw[j] = (float)(ow + j < OW ? padFactor(ow + j, W, countIncludePad) : 1);
-    const float fh0 = (float)padFactor(oh, H, countIncludePad);
-    const float fh1 = (float)(row2 ? padFactor(oh + 1, H, countIncludePad) : 1);
-    float p0[OC], p1[OC];  // windows of plane 2*od - 1, rows oh and oh + 1
-#pragma unroll
-    for (int j = 0; j < OC; j++) {
-      p0[j] = R::zero();
-      p1[j] = R::zero();
-    }
-    if (outD0 > 0) {
-      // a slab after the first: plane 2*outD0 - 1 (in its window) was the last slab's, reduced as it did
-      float b[5][OC];
-      rows5<R, L, E>(xc + (i64)(2 * outD0 - 1) * plane, true, 2 * oh - 1, H, W, c0, lane, rs, b);
+    for (int q = 0; q < ROWS; q++) {
+      const float fh = (float)(oh + q < OH ? padFactor(oh + q, H, countIncludePad) : 1);
 #pragma unroll
       for (int j = 0; j < OC; j++) {
-        p0[j] = R::op(R::op(b[0][j], b[1][j]), b[2][j]);
-        p1[j] = R::op(R::op(b[2][j], b[3][j]), b[4][j]);
+        const float fw = (float)(ow + j < OW ? padFactor(ow + j, W, countIncludePad) : 1);
+        inv[q][j] = 1.f / (fh * fw);
       }
+    }
+    float p[ROWS][OC];  // windows of plane 2*od - 1, one per output row
+#pragma unroll
+    for (int q = 0; q < ROWS; q++)
+#pragma unroll
+      for (int j = 0; j < OC; j++) p[q][j] = R::zero();
+    if (outD0 > 0) {
+      // a slab after the first: plane 2*outD0 - 1 (in its window) was the last slab's, reduced as it did
+      float b[NR][OC];
+      rowsOf<R, L, E, NR>(xc + (i64)(2 * outD0 - 1) * plane, true, 2 * oh - 1, H, W, c0, lane, rs, b);
+#pragma unroll
+      for (int q = 0; q < ROWS; q++)
+#pragma unroll
+        for (int j = 0; j < OC; j++) p[q][j] = R::op(R::op(b[2 * q][j], b[2 * q + 1][j]), b[2 * q + 2][j]);
     }
     for (int od = outD0; od < outD0 + outDn; od++) {
       const int d = 2 * od;
-      float a[5][OC], b[5][OC];
-      rows5<R, L, E>(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, rs, a);
-      rows5<R, L, E>(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, rs, b);
-      const float fd = (float)padFactor(od, D, countIncludePad);
+      float a[NR][OC], b[NR][OC];
+      rowsOf<R, L, E, NR>(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, rs, a);
+      rowsOf<R, L, E, NR>(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, rs, b);
+      const int fd = padFactor(od, D, countIncludePad);
+      const float invd = fd == 3 ? 1.f / 3.f : fd == 2 ? 0.5f : 1.f;
       float* yo = yc + (i64)(od - outD0) * OH * OW;
 #pragma unroll
-      for (int j = 0; j < OC; j++) {
-        const float A0 = R::op(R::op(a[0][j], a[1][j]), a[2][j]), A1 = R::op(R::op(a[2][j], a[3][j]), a[4][j]);
-        const float B0 = R::op(R::op(b[0][j], b[1][j]), b[2][j]), B1 = R::op(R::op(b[2][j], b[3][j]), b[4][j]);
-        if (ow + j < OW) {
-          __stcs(yo + j, R::finish(R::op(R::op(p0[j], A0), B0), fh0 * fw[j] * fd));
-          if (row2) __stcs(yo + OW + j, R::finish(R::op(R::op(p1[j], A1), B1), fh1 * fw[j] * fd));
+      for (int q = 0; q < ROWS; q++) {
+        float o[OC];
+#pragma unroll
+        for (int j = 0; j < OC; j++) {
+          const float A = R::op(R::op(a[2 * q][j], a[2 * q + 1][j]), a[2 * q + 2][j]);
+          const float B = R::op(R::op(b[2 * q][j], b[2 * q + 1][j]), b[2 * q + 2][j]);
+          o[j] = R::finish(R::op(R::op(p[q][j], A), B), inv[q][j] * invd);
+          p[q][j] = B;
         }
-        p0[j] = B0;
-        p1[j] = B1;
+        if (valid > 0 && oh + q < OH) storeRow<OC>(yo + (i64)q * OW, o, vec, valid);
       }
     }
   }
@@ -485,7 +538,7 @@ __device__ __forceinline__ void pool_k3s2p1(const typename L::T* __restrict__ x,
 #define VOLPOOL_F32_E 4
 #endif
 
-extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH avgpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
     i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn,
     int countIncludePad) {
   pool_k3s2p1<SumOp, LoadF32, VOLPOOL_F32_E>(x, y, nc, 1, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
@@ -494,7 +547,7 @@ extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1(const float* __
 
 // maxpool3d kernel 3, stride 2, padding 1, dilation 1 (any ceil_mode): the same one-read kernel with
 // PyTorch's max; cells outside the input are -inf, so they never win.
-extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
     i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn) {
   pool_k3s2p1<MaxOp, LoadF32, VOLPOOL_F32_E>(x, y, nc, 1, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, nullptr);
 }
@@ -505,68 +558,68 @@ extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1(const float* __
 #ifndef VOLPOOL_TYPED_E
 #define VOLPOOL_TYPED_E 8
 #endif
-extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_u8(const unsigned char* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH avgpool_k3s2p1_u8(const unsigned char* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<SumOp, LoadU8, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
       countIncludePad, rescale);
 }
-extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_i8(const signed char* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH avgpool_k3s2p1_i8(const signed char* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<SumOp, LoadI8, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
       countIncludePad, rescale);
 }
-extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_u16(const unsigned short* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH avgpool_k3s2p1_u16(const unsigned short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<SumOp, LoadU16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
       countIncludePad, rescale);
 }
-extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_i16(const short* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH avgpool_k3s2p1_i16(const short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<SumOp, LoadI16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
       countIncludePad, rescale);
 }
-extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_f16(const unsigned short* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH avgpool_k3s2p1_f16(const unsigned short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<SumOp, LoadF16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
       countIncludePad, rescale);
 }
-extern "C" __global__ void __launch_bounds__(128) avgpool_k3s2p1_bf16(const unsigned short* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH avgpool_k3s2p1_bf16(const unsigned short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<SumOp, LoadBF16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
       countIncludePad, rescale);
 }
-extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_u8(const unsigned char* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1_u8(const unsigned char* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<MaxOp, LoadU8, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
 }
-extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_i8(const signed char* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1_i8(const signed char* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<MaxOp, LoadI8, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
 }
-extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_u16(const unsigned short* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1_u16(const unsigned short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<MaxOp, LoadU16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
 }
-extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_i16(const short* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1_i16(const short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<MaxOp, LoadI16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
 }
-extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_f16(const unsigned short* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1_f16(const unsigned short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<MaxOp, LoadF16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
 }
-extern "C" __global__ void __launch_bounds__(128) maxpool_k3s2p1_bf16(const unsigned short* __restrict__ x,
+extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1_bf16(const unsigned short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int C, const float2* __restrict__ rescale) {
   pool_k3s2p1<MaxOp, LoadBF16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
@@ -885,9 +938,9 @@ __device__ __forceinline__ void fused_pool_taps2(const float* __restrict__ x, fl
     const int poolSize = (d1 - d0) * hwPad;
     d0 = max(d0, 0);
     d1 = min(d1, FD);
-    const float div = (float)(countIncludePad ? poolSize : (d1 - d0) * hw);
+    const float inv = 1.f / (float)(countIncludePad ? poolSize : (d1 - d0) * hw);
 #pragma unroll
-    for (int co = 0; co < COUT; co++) __stcs(yo + co * oplane + (i64)q * PH * PW, R::finish(acc[q][co], div));
+    for (int co = 0; co < COUT; co++) __stcs(yo + co * oplane + (i64)q * PH * PW, R::finish(acc[q][co], inv));
   }
 }
 

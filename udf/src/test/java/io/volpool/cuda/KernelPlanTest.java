@@ -128,7 +128,7 @@ class KernelPlanTest {
       cu = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
     }
     java.util.Map<String, Integer> out = new java.util.HashMap<>();
-    var m = java.util.regex.Pattern.compile("extern \"C\" __global__ void (?:__launch_bounds__\\([^)]*\\) )?(\\w+)\\(([^)]*)\\)")
+    var m = java.util.regex.Pattern.compile("extern \"C\" __global__ void (?:__launch_bounds__\\([^)]*\\) |VOLPOOL_POOL_LAUNCH )?(\\w+)\\(([^)]*)\\)")
         .matcher(cu);
     while (m.find()) {
       int depth = 0;
