@@ -18,7 +18,19 @@ public record RunSummary(String status, String input, String inputFormat, String
         long bytesIn, long bytesOut, long batches,
     long slabbed, long volumesAcrossRows, double wallSeconds, Map<String, Double> phaseSeconds, long budgetBytes,
     long peakBudgetBytes, long peakHeapBytes, List<String> skipped, Map<String, String> provenance,
-    Map<String, String> settings, Timeline timeline) {
+    Map<String, String> settings, Timeline timeline, Map<String, Object> continued) {
+  /**
+   * A summary without {@code continued}: a run that neither resumed nor appended.
+   */
+  public RunSummary(String status, String input, String inputFormat, String output, String outputFormat,
+      String pipeline, String backend, long volumesIn, long volumesOut, long rowsIn, long rowsOut, long filesOut,
+      long bytesIn, long bytesOut, long batches, long slabbed, long volumesAcrossRows, double wallSeconds,
+      Map<String, Double> phaseSeconds, long budgetBytes, long peakBudgetBytes, long peakHeapBytes, List<String> skipped,
+      Map<String, String> provenance, Map<String, String> settings, Timeline timeline) {
+    this(status, input, inputFormat, output, outputFormat, pipeline, backend, volumesIn, volumesOut, rowsIn, rowsOut,
+        filesOut, bytesIn, bytesOut, batches, slabbed, volumesAcrossRows, wallSeconds, phaseSeconds, budgetBytes,
+        peakBudgetBytes, peakHeapBytes, skipped, provenance, settings, timeline, Map.of());
+  }
 
   public double volumesPerSecond() {
     return wallSeconds > 0 ? volumesIn / wallSeconds : 0;
@@ -67,6 +79,10 @@ public record RunSummary(String status, String input, String inputFormat, String
     t.put("steady_gb_per_second_in", measured(round3(timeline.steadyGbPerSecondIn())));
     t.put("tail_seconds", measured(round3(timeline.tailSeconds())));
     m.put("timeline", t);
+    if (!continued.isEmpty()) {
+      // a resumed run's kept work and an append's new and known input, counted where they were found
+      m.put(continued.containsKey("tasks_kept") ? "resumed" : "appended", continued);
+    }
     m.put("phase_seconds_summed_over_tasks", phaseSeconds);
     m.put("memory_budget_bytes", budgetBytes);
     m.put("peak_budget_bytes", peakBudgetBytes);
@@ -104,7 +120,7 @@ public record RunSummary(String status, String input, String inputFormat, String
         "  rows          " + rowsIn + " in, " + rowsOut + " out" + (volumesAcrossRows >= 0
             ? " (the input holds " + count(volumesAcrossRows, "volume", "volumes") + " stored across rows)" : rowsIn != volumesIn
                 || rowsOut != volumesOut ? " (the output holds volumes across rows)" : ""),
-        "  bytes         " + mib(bytesIn) + " in, " + mib(bytesOut) + " out",
+        "  bytes         " + mib(bytesIn) + " in, " + mib(bytesOut) + " out" + continuedText(),
         String.format("  wall time     %.2f s", wallSeconds),
         String.format("  throughput    %.1f volumes/s, %.3f GB/s in, %.3f GB/s out", volumesPerSecond(), gbPerSecondIn(),
             gbPerSecondOut()),
@@ -113,6 +129,16 @@ public record RunSummary(String status, String input, String inputFormat, String
             + mib(peakHeapBytes),
         "  time by phase (summed over tasks):" + phases,
         "  summary file  " + output + "/_volpool_summary.json") + "\n";
+  }
+
+  /** The resumed or appended run's line, after the bytes' (empty for other runs). */
+  private String continuedText() {
+    if (continued.isEmpty()) {
+      return "";
+    }
+    StringBuilder b = new StringBuilder("\n  " + (continued.containsKey("tasks_kept") ? "resumed       " : "appended      "));
+    continued.forEach((k, v) -> b.append(k.replace('_', ' ')).append(' ').append(v).append(", "));
+    return b.substring(0, b.length() - 2);
   }
 
   /** {@code x}, or null where the timeline holds -1 for "not measured". */

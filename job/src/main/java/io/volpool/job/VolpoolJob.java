@@ -3,6 +3,7 @@ package io.volpool.job;
 import io.volpool.conf.Device;
 import io.volpool.conf.FileFormat;
 import io.volpool.conf.OutputLayout;
+import io.volpool.conf.OutputMode;
 import io.volpool.backend.Phase;
 import io.volpool.io.CorruptInputException;
 import io.volpool.io.OutputSpec;
@@ -197,11 +198,35 @@ public final class VolpoolJob {
   public static RunSummary run(SparkSession spark, JobSettings s) throws IOException {
     long t0 = System.nanoTime();
     Planned p = plan(spark, s);
-    OutputCommit out = OutputCommit.prepare(s.output(), s.overwrite(), p.conf());
+    if (p.append() != null && p.append().nothingNew()) {
+      return nothingNew(s, p, t0);
+    }
+    if (s.mode() == OutputMode.RESUME) {
+      RunSummary done = alreadyComplete(s, p, t0);
+      if (done != null) {
+        return done;
+      }
+    }
+    OutputCommit out = OutputCommit.prepare(s.output(), s.mode(), p.conf(), p.manifest());
+    KeptTasks kept;
+    try {
+      p = planLikeResumed(spark, s, p, out);
+      kept = KeptTasks.check(out, p.input(), p.npyOut(), p.rowsOut(), p.planeRows(), p.manifest().fingerprint(),
+          p.conf());
+    } catch (Throwable e) {
+      out.abort(s.mode() == OutputMode.RESUME ? "failed before its tasks: " + e : null);
+      throw e;
+    }
     JobMetrics metrics = JobMetrics.register(spark.sparkContext());
     LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}", s.input(),
         out.output(), describe(p.pipeline()), s.device(), p.input().files(), p.input().tasks().size(), out.staging());
-    try (Progress progress = new Progress(spark.sparkContext(), metrics, p.input().progressTotal(),
+    if (out.resumes() != null) {
+      LOG.info("volpool: resuming run {}: {} of {} task(s) committed by it are kept ({} {}), {} task(s) run now",
+          out.resumes(), kept.tasks().size(), p.input().tasks().size(), kept.volumes(), p.planeRows() ? "rows" : "volumes",
+          p.input().tasks().size() - kept.tasks().size());
+    }
+    long total = p.input().progressTotal() < 0 ? -1 : Math.max(0, p.input().progressTotal() - kept.progress());
+    try (Progress progress = new Progress(spark.sparkContext(), metrics, total,
         p.planeRows() ? "rows" : "volumes", t0);
         ResourceWatch watch = !p.local() && !p.input().tasks().isEmpty()
             ? new ResourceWatch(spark.sparkContext(), s.resourceTimeoutSeconds()) : null) {
@@ -212,18 +237,90 @@ public final class VolpoolJob {
       spark.sparkContext().setCallSite("volpool " + p.pipeline().describe());
       Configuration jobConf;
       try {
-        jobConf = runTasks(spark, p, out, metrics, watch);
+        jobConf = runTasks(spark, p, out, metrics, watch, kept.tasks().keySet());
       } finally {
         spark.sparkContext().clearJobGroup();
         spark.sparkContext().clearCallSite();
       }
       LOG.info(progress.finalLine());
-      return publish(s, p, out, jobConf, metrics, progress.timeline(), t0);
+      return publish(s, p, out, jobConf, metrics, progress.timeline(), t0, kept);
     } catch (Throwable e) {
-      // Spark's own exceptions are checked ones thrown from Scala: catch everything
-      out.abort();
+      // Spark's own exceptions are checked ones thrown from Scala: catch everything. In mode=resume the tasks that
+      // committed stay for the next resume, unless the failure was the commit's own check (then nothing is trusted)
+      boolean keep = s.mode() == OutputMode.RESUME && !(e instanceof io.volpool.job.commit.CommitFailure);
+      out.abort(keep ? String.valueOf(e).lines().findFirst().orElse("failed") : null);
+      if (keep) {
+        LOG.warn("volpool: the run failed; what its tasks committed stays in {} for the next run with {}=resume",
+            out.staging(), VolpoolOptions.MODE.key());
+      }
       throw e;
     }
+  }
+
+  /**
+   * Under mode=resume, an output already in place with this run's fingerprint (the same settings and
+   * input): nothing is left to do, and the run says so (a retry after a run that committed and then
+   * failed to report it); null otherwise.
+   */
+  private static RunSummary alreadyComplete(JobSettings s, Planned p, long t0) throws IOException {
+    Path out = new Path(s.output());
+    FileSystem fs = out.getFileSystem(p.conf());
+    if (!OutputCommit.exists(fs, out)) {
+      return null;
+    }
+    io.volpool.job.commit.RunManifest done = io.volpool.job.commit.RunManifest.read(fs, out);
+    if (done == null || !done.fingerprint().equals(p.manifest().fingerprint())) {
+      return null; // prepare refuses it, saying what differs
+    }
+    LOG.info("volpool: {} is complete already, made by run(s) {} from the same settings and input: nothing to resume",
+        out, String.join(", ", done.runs()));
+    Map<String, Object> continued = new LinkedHashMap<>();
+    continued.put("tasks_kept", 0L);
+    continued.put("tasks_run", 0L);
+    continued.put("output", "complete already, nothing run");
+    return new RunSummary("complete already", s.input(), s.inputFormat().toString(), fs.makeQualified(out).toString(),
+        s.outputFormat().toString(), p.pipeline().describe(), "none (nothing run)", 0, 0, 0, 0, 0, 0, 0, 0, 0, -1,
+        (System.nanoTime() - t0) / 1e9, Map.of(), 0, 0, 0, p.input().skipped(), p.outSpec().metadata(), s.effective(),
+        new Timeline(-1, -1, -1, -1, -1, -1), continued);
+  }
+
+  /**
+   * Under mode=append, an input whose every file is in the output already: the run ends at once, saying so,
+   * with 0 volumes (a schedule's run on a day without new input).
+   */
+  private static RunSummary nothingNew(JobSettings s, Planned p, long t0) throws IOException {
+    Path out = new Path(s.output());
+    LOG.info("volpool: nothing new in {}: its {} input file(s) are all in {} already (mode=append); 0 volumes processed",
+        s.input(), p.append().known(), out);
+    return new RunSummary("nothing new", s.input(), s.inputFormat().toString(),
+        out.getFileSystem(p.conf()).makeQualified(out).toString(), s.outputFormat().toString(), p.pipeline().describe(),
+        "none (nothing run)", 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, (System.nanoTime() - t0) / 1e9, Map.of(), 0, 0, 0,
+        p.input().skipped(), Map.of(), s.effective(), new Timeline(-1, -1, -1, -1, -1, -1), p.append().describe());
+  }
+
+  /**
+   * A resumed run's plan must number its tasks as the earlier run did (a kept task is known by its
+   * number): the earlier run's planning (split size, open cost, cores) is used when it differs, and the
+   * tasks' digest must then agree; otherwise nothing is kept.
+   */
+  private static Planned planLikeResumed(SparkSession spark, JobSettings s, Planned p, OutputCommit out)
+      throws IOException {
+    io.volpool.job.commit.RunManifest earlier = out.resumedManifest();
+    if (earlier == null || p.manifest().planning().equals(earlier.planning())) {
+      return p;
+    }
+    Planning then = Planning.of(earlier.planning());
+    Planned again = then == null ? null : withInput(p, planInput(s, p.conf(), p.pipeline(), p.layout(), then), then);
+    if (again == null || !again.manifest().planning().equals(earlier.planning())) {
+      LOG.warn("volpool: run {} planned its tasks otherwise ({}; now {}); none of its tasks can be matched, all run again",
+          out.resumes(), earlier.planning(), p.manifest().planning());
+      out.dropAllTasks();
+      return p;
+    }
+    LOG.info("volpool: planned with run {}'s split size and cores ({}), so its task numbers hold", out.resumes(),
+        earlier.planning());
+    out.rewriteManifest(again.manifest());
+    return again;
   }
 
   /**
@@ -236,7 +333,92 @@ public final class VolpoolJob {
    */
   private record Planned(Configuration conf, boolean local, Pipeline pipeline, InputPlanner.Plan input, TensorLayout layout,
       boolean npyIn, boolean npyOut, boolean planeRows, boolean rowsOut, OutputSpec outSpec, RunSpec spec,
-      LocalGpuCheck gpuCheck) {}
+      LocalGpuCheck gpuCheck, io.volpool.job.commit.RunManifest manifest, io.volpool.job.commit.Appending append) {}
+
+  /**
+   * How the input is cut into tasks: Spark's split size and open cost, and the cores it spreads over.
+   * Recorded in the run's manifest, so a resumed run numbers its tasks as the earlier run did.
+   */
+  record Planning(long maxPartitionBytes, long openCost, int cores) {
+    Map<String, String> toMap(InputPlanner.Plan plan) {
+      Map<String, String> m = new LinkedHashMap<>();
+      m.put("maxPartitionBytes", String.valueOf(maxPartitionBytes));
+      m.put("openCostInBytes", String.valueOf(openCost));
+      m.put("cores", String.valueOf(cores));
+      m.put("tasks", String.valueOf(plan.tasks().size()));
+      m.put("plan.sha256", sha256(plan.tasks().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+      return m;
+    }
+
+    /** The planning a manifest recorded, or null when it recorded none. */
+    static Planning of(Map<String, String> m) {
+      try {
+        return new Planning(Long.parseLong(m.get("maxPartitionBytes")), Long.parseLong(m.get("openCostInBytes")),
+            Integer.parseInt(m.get("cores")));
+      } catch (RuntimeException e) {
+        return null;
+      }
+    }
+  }
+
+  /** The input planned with {@code pl}: .npy files or Parquet splits, then volumes stored across rows as their ranges. */
+  private static InputPlanner.Plan planInput(JobSettings s, Configuration conf, Pipeline pipeline, TensorLayout layout,
+      Planning pl) throws IOException {
+    return planInput(s, conf, pipeline, layout, pl, f -> true);
+  }
+
+  /** As above over the input files {@code take} accepts (an appending run's new ones). */
+  private static InputPlanner.Plan planInput(JobSettings s, Configuration conf, Pipeline pipeline, TensorLayout layout,
+      Planning pl, java.util.function.Predicate<org.apache.hadoop.fs.FileStatus> take) throws IOException {
+    if (layout != null && layout.planeRows()) {
+      return PlaneRowPlanner.plan(s.input(), layout, conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(),
+          s.outputFormat() == FileFormat.NPY || !s.spreadVolumes() ? null : pipeline, take);
+    }
+    return s.inputFormat() == FileFormat.NPY
+        ? InputPlanner.npy(s.input(), conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(), take)
+        : InputPlanner.parquet(s.input(), conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(), take);
+  }
+
+  /** The path of input file {@code f} relative to the input folder {@code base} (its name when the input is one file). */
+  private static String relative(String base, org.apache.hadoop.fs.FileStatus f) {
+    String path = f.getPath().toUri().getPath();
+    return path.startsWith(base + "/") ? path.substring(base.length() + 1) : f.getPath().getName();
+  }
+
+  /** {@code p} with the input planned again with {@code pl} (a resumed run's, as the earlier run planned it). */
+  private static Planned withInput(Planned p, InputPlanner.Plan plan, Planning pl) {
+    return new Planned(p.conf(), p.local(), p.pipeline(), plan, p.layout(), p.npyIn(), p.npyOut(), p.planeRows(),
+        p.rowsOut(), p.outSpec(), p.spec(), p.gpuCheck(), p.manifest().withPlanning(pl.toMap(plan)), p.append());
+  }
+
+  /**
+   * What the settings decide of the results, for the run's manifest and fingerprint: the provenance
+   * (version, pipeline with every parameter, output dtype, the models' SHA-256, the input) and the
+   * formats, layouts and input settings that change what is written.
+   */
+  static Map<String, String> resultSettings(JobSettings s, Map<String, String> provenance, boolean npyOut, boolean rowsOut) {
+    Map<String, String> m = new LinkedHashMap<>(provenance);
+    m.put("volpool.input.format", s.inputFormat().toString());
+    m.put("volpool.output.format", s.outputFormat().toString());
+    m.put("volpool.output.layout", npyOut ? "npy" : rowsOut ? "rows" : "volume");
+    m.put("volpool.output.compression", s.outputCompression());
+    m.put("volpool.output.rowBytes", String.valueOf(s.outputRowBytes()));
+    m.put("volpool.input.tensorColumn", String.valueOf(s.tensorColumn()));
+    m.put("volpool.input.tensorShape", String.valueOf(s.tensorShape()));
+    m.put("volpool.input.rescale", String.valueOf(s.rescale()));
+    return m;
+  }
+
+  /** The listed input files by path relative to the input, with size and modification time, for the manifest. */
+  static List<io.volpool.job.commit.RunManifest.InputFile> inputFiles(Path root, List<org.apache.hadoop.fs.FileStatus> files,
+      Configuration conf) throws IOException {
+    String base = root.getFileSystem(conf).makeQualified(root).toUri().getPath();
+    List<io.volpool.job.commit.RunManifest.InputFile> out = new ArrayList<>();
+    for (org.apache.hadoop.fs.FileStatus f : files) {
+      out.add(new io.volpool.job.commit.RunManifest.InputFile(relative(base, f), f.getLen(), f.getModificationTime()));
+    }
+    return out;
+  }
 
   /** Checks the settings against the input and plans the tasks; in local mode also starts the executor's warm-up. */
   private static Planned plan(SparkSession spark, JobSettings s) throws IOException {
@@ -267,17 +449,19 @@ public final class VolpoolJob {
     long maxPartition = spark.sparkContext().getConf().getSizeAsBytes("spark.sql.files.maxPartitionBytes", "128m");
     long openCost = spark.sparkContext().getConf().getSizeAsBytes("spark.sql.files.openCostInBytes", "4m");
     int cores = spark.sparkContext().defaultParallelism();
-    InputPlanner.Plan plan = npyIn ? InputPlanner.npy(s.input(), conf, maxPartition, openCost, cores)
-        : InputPlanner.parquet(s.input(), conf, maxPartition, openCost, cores);
-    if (plan.files() == 0) {
-      throw new NoInputException(s.input(), npyIn ? ".npy" : "Parquet", plan.skipped());
+    Planning planning = new Planning(maxPartition, openCost, cores);
+    // the input files, listed: the manifest records them, an appending run takes those the output lacks
+    List<String> skipped = new ArrayList<>();
+    List<org.apache.hadoop.fs.FileStatus> listed = InputPlanner.list(inputPath, conf, npyIn
+        ? n -> n.toLowerCase(java.util.Locale.ROOT).endsWith(".npy") : n -> true, npyIn ? ".npy" : "Parquet", skipped);
+    if (listed.isEmpty()) {
+      throw new NoInputException(s.input(), npyIn ? ".npy" : "Parquet", skipped);
     }
-    if (!plan.skipped().isEmpty()) {
-      LOG.warn("volpool: {} file(s) in {} are not input and were skipped: {}", plan.skipped().size(), s.input(),
-          String.join(", ", plan.skipped().subList(0, Math.min(20, plan.skipped().size())))
-              + (plan.skipped().size() > 20 ? ", ..." : ""));
+    if (!skipped.isEmpty()) {
+      LOG.warn("volpool: {} file(s) in {} are not input and were skipped: {}", skipped.size(), s.input(),
+          String.join(", ", skipped.subList(0, Math.min(20, skipped.size()))) + (skipped.size() > 20 ? ", ..." : ""));
     }
-    TensorLayout layout = npyIn || plan.first() == null ? null : layout(s, plan.first(), conf);
+    TensorLayout layout = npyIn ? null : layout(s, listed.get(0).getPath(), conf);
     if (layout != null && !layout.isBinary()) {
       // every tensor has this shape: settings that no tensor can pass are a settings error, found before any task
       try {
@@ -288,16 +472,6 @@ public final class VolpoolJob {
       }
     }
     boolean planeRows = layout != null && layout.planeRows();
-    if (planeRows) {
-      // volumes stored across rows: the rows of each volume are found and checked on the driver
-      // written across rows (Parquet), a volume larger than a task runs as ranges of its planes in several tasks
-      plan = PlaneRowPlanner.plan(s.input(), layout, conf, maxPartition, openCost, cores,
-          s.outputFormat() == FileFormat.NPY || !s.spreadVolumes() ? null : pipeline);
-      long entries = plan.tasks().stream().mapToLong(t -> t.volumes().size()).sum();
-      LOG.info("volpool: {} input rows hold {} volume(s) stored across rows; they run in slabs along D{}",
-          plan.rows(), plan.volumes(), entries > plan.volumes() ? ", the largest as " + entries + " ranges of output"
-              + " planes in separate tasks" : "");
-    }
     boolean npyOut = s.outputFormat() == FileFormat.NPY;
     if (npyOut && !npyIn && !planeRows) {
       throw new SettingsException(VolpoolOptions.OUTPUT_FORMAT.key() + "=npy needs " + VolpoolOptions.INPUT_FORMAT.key()
@@ -310,13 +484,42 @@ public final class VolpoolJob {
     }
     // across rows when the input is, or when asked: then a volume larger than output.rowBytes takes several rows
     boolean rowsOut = !npyOut && (planeRows || s.outputLayout() == OutputLayout.ROWS);
+    // the run's manifest: what decides its results and the input it reads; its fingerprint goes into every footer
+    Map<String, String> provenance = provenance(s, pipeline, files);
+    io.volpool.job.commit.RunManifest manifest = new io.volpool.job.commit.RunManifest(
+        resultSettings(s, provenance, npyOut, rowsOut), inputFiles(inputPath, listed, conf), List.of());
+    io.volpool.job.commit.Appending append = null;
+    java.util.function.Predicate<org.apache.hadoop.fs.FileStatus> take = f -> true;
+    if (s.mode() == OutputMode.APPEND) {
+      Path outPath = new Path(s.output());
+      append = io.volpool.job.commit.Appending.check(outPath.getFileSystem(conf), outPath.getFileSystem(conf)
+          .makeQualified(outPath), manifest);
+      if (append.nothingNew()) {
+        // nothing to read: no footer is opened, no task runs (a daily schedule's quiet day)
+        return new Planned(conf, local, pipeline, new InputPlanner.Plan(List.of(), 0, 0, 0, skipped, null), layout,
+            npyIn, npyOut, planeRows, rowsOut, null, null, null, manifest, append);
+      }
+      java.util.Set<String> added = append.added();
+      String base = inputPath.getFileSystem(conf).makeQualified(inputPath).toUri().getPath();
+      take = f -> added.contains(relative(base, f));
+    }
+    InputPlanner.Plan plan = planInput(s, conf, pipeline, layout, planning, take);
+    if (planeRows) {
+      // volumes stored across rows: the rows of each volume are found and checked on the driver
+      // written across rows (Parquet), a volume larger than a task runs as ranges of its planes in several tasks
+      long entries = plan.tasks().stream().mapToLong(t -> t.volumes().size()).sum();
+      LOG.info("volpool: {} input rows hold {} volume(s) stored across rows; they run in slabs along D{}",
+          plan.rows(), plan.volumes(), entries > plan.volumes() ? ", the largest as " + entries + " ranges of output"
+              + " planes in separate tasks" : "");
+    }
     if (rowsOut && !planeRows && !npyIn) {
       PlaneRowPlanner.requireUniqueIds(s.input(), layout, conf);
     }
+    manifest = manifest.withPlanning(planning.toMap(plan));
+    provenance.put("volpool.fingerprint", manifest.fingerprint());
     OutputSpec outSpec = new OutputSpec(s.outputFormat(),
         (layout == null ? TensorLayout.npyOutputSchema(rowsOut) : layout.outputSchema(rowsOut)).toString(),
-        layout == null ? List.of() : layout.passthrough(), codec(s), ROW_GROUP_BYTES,
-        provenance(s, pipeline, files), s.outputRowBytes());
+        layout == null ? List.of() : layout.passthrough(), codec(s), ROW_GROUP_BYTES, provenance, s.outputRowBytes());
     RunSpec spec = runSpec(s, spark, pipeline, s.inputFormat(), layout, npyOut ? 0 : ParquetBatchWriter.GAP, rowsOut);
     if (local) {
       io.volpool.exec.ExecutorRuntime.budgetBytes(spec.settings()); // a budget the heap cannot hold
@@ -329,14 +532,15 @@ public final class VolpoolJob {
       // the first wave's batches, made while the job is submitted rather than by its tasks all at once
       BatchWarmUp.start(spec, layout, plan.tasks().get(0), Math.min(plan.tasks().size(), cores), conf);
     }
-    return new Planned(conf, local, pipeline, plan, layout, npyIn, npyOut, planeRows, rowsOut, outSpec, spec, gpuCheck);
+    return new Planned(conf, local, pipeline, plan, layout, npyIn, npyOut, planeRows, rowsOut, outSpec, spec, gpuCheck,
+        manifest, append);
   }
 
   /** Runs every task, each writing its committed files where {@code out} stages them; returns the job's configuration. */
   private static Configuration runTasks(SparkSession spark, Planned p, OutputCommit out, JobMetrics metrics,
-      ResourceWatch watch) throws IOException {
+      ResourceWatch watch, java.util.Set<Integer> kept) throws IOException {
     Configuration conf = p.conf();
-    JavaPairRDD<Void, BatchRunner.Finished> batches = tasks(spark, p.input(), conf)
+    JavaPairRDD<Void, BatchRunner.Finished> batches = tasks(spark, p.input(), conf, kept)
         .mapPartitionsToPair(new PartitionRunner(p.spec(), JavaSparkContext.fromSparkContext(spark.sparkContext())
             .broadcast(new SerializableHadoopConf(conf)), metrics));
     Job job = Job.getInstance(conf);
@@ -348,6 +552,14 @@ public final class VolpoolJob {
     // the job commit below is algorithm 1's (task folders merged at job commit)
     job.getConfiguration().setInt("mapreduce.fileoutputcommitter.algorithm.version", 1);
     VolpoolOutputFormat.setSpec(job.getConfiguration(), p.outSpec());
+    if (out.resumes() != null) {
+      // the staging folder holds the kept tasks' committed folders already: it is this job's on purpose
+      job.getConfiguration().setBoolean(VolpoolOutputFormat.RESUMED, true);
+    }
+    if (p.append() != null) {
+      // an appending run's parts are named by the run (part-<id>-r-00000.parquet): they join parts of earlier runs
+      job.getConfiguration().set("mapreduce.output.basename", io.volpool.job.commit.Appending.partPrefix(out.id()));
+    }
     try {
       // Spark's writer carries this configuration in every task: shipped without Hadoop's defaults, which the
       // output format lays it over again
@@ -369,7 +581,7 @@ public final class VolpoolJob {
    * @throws io.volpool.job.commit.CommitFailure when the count differs or another run committed meanwhile
    */
   private static RunSummary publish(JobSettings s, Planned p, OutputCommit out, Configuration jobConf, JobMetrics metrics,
-      Timeline timeline, long t0) throws IOException {
+      Timeline timeline, long t0, KeptTasks kept) throws IOException {
     if (p.gpuCheck() != null) {
       p.gpuCheck().require();
     }
@@ -383,19 +595,31 @@ public final class VolpoolJob {
           new io.volpool.backend.PhaseTimes()).close();
     }
     CommittedOutput committed = CommittedOutput.count(committedTo, p.npyOut(), p.rowsOut(), p.conf());
-    CommittedOutput.check(committed, p.input(), metrics, p.npyIn(), p.npyOut(), p.rowsOut(), out.output().toString());
+    // what this run's tasks counted, and what the kept tasks' files and plans hold
+    CommittedOutput.check(committed, p.input(), CommittedOutput.TaskCounts.of(metrics).plus(kept.counts()), p.npyIn(),
+        p.npyOut(), p.rowsOut(), out.output().toString());
     RunSummary summary = summary(s, out, metrics, p.pipeline(), p.input(), committed, p.outSpec().metadata(),
-        (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, p.spec(), timeline);
+        (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, p.spec(), timeline,
+        p.append() != null ? p.append().describe() : kept.describe(out, p.input()));
     out.writeText(SUMMARY_FILE, summary.toJson());
+    // last: the manifest says which input the output holds (an append's: the output's and this run's)
+    out.writeText(io.volpool.job.commit.RunManifest.FILE, (p.append() != null ? p.append().after(p.manifest(), out.id())
+        : p.manifest().withRun(out.id())).toJson());
     out.commit();
     return summary;
   }
 
-  /** One RDD partition per task plan, with the hosts of its first file's data where the filesystem has hosts. */
-  private static JavaRDD<TaskPlan> tasks(SparkSession spark, InputPlanner.Plan plan, Configuration conf)
-      throws IOException {
+  /**
+   * One RDD partition per task plan, with the hosts of its first file's data where the filesystem has
+   * hosts; a task a resumed run keeps ({@code kept}) stays a partition of its number, with nothing to read,
+   * so every task keeps the number (and the committed folder's name) it has in the plan.
+   */
+  private static JavaRDD<TaskPlan> tasks(SparkSession spark, InputPlanner.Plan plan, Configuration conf,
+      java.util.Set<Integer> kept) throws IOException {
     List<Tuple2<TaskPlan, scala.collection.immutable.Seq<String>>> withHosts = new ArrayList<>();
-    for (TaskPlan t : plan.tasks()) {
+    for (TaskPlan planned : plan.tasks()) {
+      TaskPlan t = kept.contains(planned.index())
+          ? new TaskPlan(planned.index(), List.of(), List.of(), List.of(), 0) : planned;
       withHosts.add(new Tuple2<>(t, scala.jdk.javaapi.CollectionConverters.asScala(hosts(t, conf)).toList()));
     }
     return spark.sparkContext().makeRDD(scala.jdk.javaapi.CollectionConverters.asScala(withHosts).toSeq(),
@@ -498,7 +722,7 @@ public final class VolpoolJob {
 
   private static RunSummary summary(JobSettings s, OutputCommit out, JobMetrics m, Pipeline p, InputPlanner.Plan plan,
       CommittedOutput committed, Map<String, String> provenance, double secs, long driverCommitNanos, RunSpec spec,
-      Timeline timeline) {
+      Timeline timeline, Map<String, Object> continued) {
     TreeSet<String> backends = new TreeSet<>(m.backends().value());
     // the stored dtypes the tasks read, measured there (the footers were written before the run knew them all)
     provenance = new LinkedHashMap<>(provenance);
@@ -516,6 +740,6 @@ public final class VolpoolJob {
         m.volumesRead().value(), committed.rows(), committed.files(), m.bytesIn().value(),
         m.bytesOut().value(), m.batches().value(), m.slabbedVolumes().value(), plan.volumes(), secs, phases,
             io.volpool.memory.MemoryBudget.bytesFor(spec.memoryBudget()), m.peakBudgetBytes().value(),
-        m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective(), timeline);
+        m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective(), timeline, continued);
   }
 }

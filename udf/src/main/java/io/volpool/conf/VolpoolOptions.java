@@ -67,7 +67,9 @@ public final class VolpoolOptions {
       "between 1m and 2047m (a Parquet page holds at most 2 GiB)",
       "With output stored across rows, the most data per row (whole planes; at least one plane per row)."));
   public static final ConfKey<OutputMode> MODE = KEYS.add(ConfKey.option(PREFIX + "output.mode", OutputMode.ERRORIFEXISTS,
-      OutputMode.class, "`errorifexists` (fail if the output exists) or `overwrite` (replace it).")
+      OutputMode.class, "`errorifexists` (fail if the output exists), `overwrite` (replace it), `resume` (keep the"
+          + " committed tasks of a failed or killed run of the same settings and input, run the rest) or `append` (process"
+          + " the input files the output's manifest does not list, and add their results).")
       .formerly(PREFIX + "mode"));
   public static final ConfKey<Device> DEVICE = KEYS.add(ConfKey.option(PREFIX + "device", Device.AUTO, Device.class,
       "`auto` (GPU when CUDA works, else CPU, logging why), `cpu`, or `gpu` (fail if no usable GPU)."));

@@ -59,6 +59,8 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
   public static final String COMMIT = "volpool.output.commit";
   public static final String RENAME = "rename";
   public static final String OBJECT_STORE = "object-store";
+  /** Configuration key set by a resumed run: its staging folder exists already, holding the tasks it keeps. */
+  public static final String RESUMED = "volpool.output.resumed";
 
   static boolean objectStore(Configuration conf) {
     return OBJECT_STORE.equals(conf.get(COMMIT, RENAME));
@@ -128,7 +130,8 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
     OutputSpec spec = spec(ctx.getConfiguration());
     Path work = ((PathOutputCommitter) getOutputCommitter(ctx)).getWorkPath();
     Configuration conf = ctx.getConfiguration();
-    String file = getUniqueFile(ctx, "part", ".parquet");
+    // part-r-00000.parquet; an appending run's parts carry its id (mapreduce.output.basename: part-<id>)
+    String file = getUniqueFile(ctx, getOutputName(ctx), ".parquet");
     return new RecordWriter<>() {
       final Map<String, ParquetBatchWriter> parquet = new LinkedHashMap<>();
       NpyBatchWriter npy;
@@ -240,7 +243,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
   @Override
   public void checkOutputSpecs(JobContext shipped) throws IOException {
     JobContext job = whole(shipped);
-    if (!objectStore(job.getConfiguration())) {
+    if (!objectStore(job.getConfiguration()) && !job.getConfiguration().getBoolean(RESUMED, false)) {
       super.checkOutputSpecs(job);
     } else if (getOutputPath(job) == null) {
       throw new IOException("no output path set");

@@ -112,6 +112,22 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
   }
 
   /**
+   * What tasks did, as their counts say: volumes (rows, for volumes across rows) read, volumes written,
+   * output rows starting at plane 0, volumes (or ranges of one) run in slabs.
+   */
+  public record TaskCounts(long read, long written, long starts, long slabbed) {
+    /** The counts this run's tasks sent with their accumulators. */
+    public static TaskCounts of(JobMetrics m) {
+      return new TaskCounts(m.volumesRead().value(), m.volumesWritten().value(), m.volumeStarts().value(),
+          m.slabbedVolumes().value());
+    }
+
+    public TaskCounts plus(TaskCounts o) {
+      return new TaskCounts(read + o.read, written + o.written, starts + o.starts, slabbed + o.slabbed);
+    }
+  }
+
+  /**
    * Fails when the committed output does not hold every volume that was read, or the readers did not
    * read every volume the input holds, naming the numbers and where they differ.
    *
@@ -119,8 +135,17 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
    */
   public static void check(CommittedOutput c, InputPlanner.Plan plan, JobMetrics m, boolean npyIn, boolean npyOut,
       boolean rowsOut, String output) {
-    long read = m.volumesRead().value();
-    long written = m.volumesWritten().value();
+    check(c, plan, TaskCounts.of(m), npyIn, npyOut, rowsOut, output);
+  }
+
+  /**
+   * The same against {@code counts}: this run's tasks', and, for a resumed run, those of the tasks it kept
+   * (counted from their committed files and their plan).
+   */
+  public static void check(CommittedOutput c, InputPlanner.Plan plan, TaskCounts counts, boolean npyIn, boolean npyOut,
+      boolean rowsOut, String output) {
+    long read = counts.read();
+    long written = counts.written();
     List<String> problems = new ArrayList<>();
     String unit = plan.volumes() >= 0 ? "rows" : "volumes";
     if (!npyIn && plan.rows() != read) {
@@ -128,7 +153,7 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
     }
     if (plan.volumes() >= 0) {
       // volumes stored across rows: rows in and rows out differ; every volume (or range of one) must have gone through
-      long done = m.slabbedVolumes().value();
+      long done = counts.slabbed();
       long entries = plan.tasks().stream().mapToLong(t -> t.volumes().size()).sum();
       if (done != entries) {
         problems.add("the input holds " + plan.volumes() + " volumes stored across rows" + (entries != plan.volumes()
@@ -141,7 +166,7 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
     if (rowsOut) {
       // output across rows: each volume written has exactly one row starting at plane 0
       long want = plan.volumes() >= 0 ? plan.volumes() : read;
-      long started = m.volumeStarts().value();
+      long started = counts.starts();
       if (started != want) {
         problems.add("the tasks read " + want + " volumes but the output rows start " + started);
       }

@@ -60,7 +60,105 @@ final class MagicCommit extends OutputCommit {
   private boolean published;
 
   MagicCommit(FileSystem fs, Path output, String id, boolean overwrite) throws IOException {
-    super(fs, output, id, overwrite, output, true);
+    this(fs, output, id, overwrite, null);
+  }
+
+  /**
+   * A commit of run {@code id}; {@code resumes} (then equal to {@code id}): the dead run whose committed
+   * tasks' uploads (their {@code .pendingset} records in its magic folder) this run keeps and completes
+   * with its own. The uploads of its attempts that never committed are aborted first.
+   */
+  MagicCommit(FileSystem fs, Path output, String id, boolean overwrite, String resumes) throws IOException {
+    super(fs, output, id, overwrite, output, true, resumes);
+    if (resumes != null) {
+      abortUncommitted();
+    }
+  }
+
+  /** The records of run {@code id}'s magic folder, by kind: {@code .pendingset} (committed tasks) and {@code .pending}. */
+  private List<Path> records(String suffix) throws IOException {
+    List<Path> out = new ArrayList<>();
+    Path dir = magicDir(output, id);
+    if (!fs.exists(dir)) {
+      return out;
+    }
+    RemoteIterator<LocatedFileStatus> it = fs.listFiles(dir, true);
+    while (it.hasNext()) {
+      Path p = it.next().getPath();
+      if (p.getName().endsWith(suffix)) {
+        out.add(p);
+      }
+    }
+    return out;
+  }
+
+  /** The uploads a record names: {destination key, upload id}. */
+  private List<String[]> uploads(Path record) throws IOException {
+    List<String[]> out = new ArrayList<>();
+    JsonNode j;
+    try (InputStream in = fs.open(record)) {
+      j = new ObjectMapper().readTree(in);
+    }
+    for (JsonNode c : record.getName().endsWith(".pendingset") ? j.path("commits") : List.of(j)) {
+      if (c.hasNonNull("destinationKey") && c.hasNonNull("uploadId")) {
+        out.add(new String[] {c.get("destinationKey").asText(), c.get("uploadId").asText()});
+      }
+    }
+    return out;
+  }
+
+  /** Aborts the uploads of the taken-over run's task attempts that never committed, and deletes their records. */
+  private void abortUncommitted() throws IOException {
+    java.util.Set<String> committed = new java.util.HashSet<>();
+    for (Path set : records(".pendingset")) {
+      for (String[] u : uploads(set)) {
+        committed.add(u[1]);
+      }
+    }
+    int aborted = 0;
+    for (Path pending : records(".pending")) {
+      for (String[] u : uploads(pending)) {
+        if (!committed.contains(u[1]) && S3aUploads.abort(fs, u[0], u[1])) {
+          aborted++;
+        }
+      }
+      fs.delete(pending, false);
+    }
+    if (aborted > 0) {
+      LOG.info("volpool: aborted {} upload(s) of task attempts of run {} that never committed", aborted, id);
+    }
+  }
+
+  @Override
+  public java.util.SortedMap<Integer, Path> keptTasks() throws IOException {
+    java.util.SortedMap<Integer, Path> kept = new java.util.TreeMap<>();
+    if (resumes == null) {
+      return kept;
+    }
+    for (Path set : records(".pendingset")) {
+      String n = set.getName();
+      int index = RenameCommit.taskIndex(n.substring(0, n.length() - ".pendingset".length()));
+      if (index >= 0 && kept.put(index, set) != null) {
+        dropRecord(kept.remove(index));
+        dropRecord(set);
+      }
+    }
+    return kept;
+  }
+
+  private void dropRecord(Path set) throws IOException {
+    for (String[] u : uploads(set)) {
+      S3aUploads.abort(fs, u[0], u[1]);
+    }
+    fs.delete(set, false);
+  }
+
+  @Override
+  public void dropTask(int index) throws IOException {
+    Path set = keptTasks().get(index);
+    if (set != null) {
+      dropRecord(set);
+    }
   }
 
   /** The output itself: the tasks' files are uncompleted uploads under it until {@link #publish}. */
@@ -78,7 +176,11 @@ final class MagicCommit extends OutputCommit {
   @Override
   public Path publish(Configuration jobConf) throws IOException {
     lock.acquire();
-    if (exists(fs, output)) {
+    if (exists(fs, output) && append) {
+      // an appending run's files join the output as their uploads complete (one by one: S3 has no folder to swap);
+      // its manifest, written last, says they are in
+      LOG.info("volpool: adding this run's files to {} (mode=append)", output);
+    } else if (exists(fs, output)) {
       if (!overwrite) {
         throw new ConcurrentCommitException("output " + output + " appeared while the job ran; this run's uploads were"
             + " not completed");
@@ -109,6 +211,20 @@ final class MagicCommit extends OutputCommit {
     }
     lock.release();
     owner.remove();
+    fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
+  }
+
+  @Override
+  public void abort(String keepWhy) {
+    if (keepWhy != null && !committing) {
+      // the committed tasks' uploads stay (not completed, so invisible) for the next resume
+      owner.markEnded(keepWhy);
+      if (lock.held()) {
+        lock.release();
+      }
+      return;
+    }
+    abort();
   }
 
   @Override
@@ -131,6 +247,11 @@ final class MagicCommit extends OutputCommit {
       lock.release();
     }
     owner.remove();
+    try {
+      fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
+    } catch (IOException e) {
+      LOG.warn("could not delete the manifest of run {}: {}", id, e.toString());
+    }
   }
 
   /**
@@ -138,6 +259,11 @@ final class MagicCommit extends OutputCommit {
    * and of magic folders whose run left no owner file, and deletes their folders and owner files.
    */
   static int removeDeadUploads(FileSystem fs, Path out) throws IOException {
+    return removeDeadUploads(fs, out, null);
+  }
+
+  /** The same, but for run {@code keep}'s (null: none), which a resumed run takes over; also dead runs' manifests. */
+  static int removeDeadUploads(FileSystem fs, Path out, String keep) throws IOException {
     Path parent = out.getParent();
     if (parent == null || !fs.exists(parent)) {
       return 0;
@@ -153,12 +279,16 @@ final class MagicCommit extends OutputCommit {
       }
       String runId = n.substring(prefix.length(), n.length() - ".owner".length());
       owned.add(runId);
+      if (runId.equals(keep)) {
+        continue;
+      }
       try {
         Optional<String> why = RunOwner.deadBecause(fs, st, st.getPath());
         if (why.isPresent()) {
           LOG.warn("volpool: aborting the uploads of run {} on {}, which is not alive ({})", runId, out, why.get());
           abortUploads(fs, out, runId);
           fs.delete(st.getPath(), false);
+          fs.delete(new Path(parent, manifestName(out, runId)), false);
           removed++;
         } else {
           alive++;

@@ -5,6 +5,7 @@ import io.volpool.conf.VolpoolOptions;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -33,6 +34,8 @@ import org.apache.hadoop.fs.Path;
 public abstract sealed class OutputCommit implements AutoCloseable permits RenameCommit, MagicCommit {
   /** The infix of a run's staging folder and owner file beside the output: {@code .NAME.volpool-staging-ID}. */
   static final String STAGING = ".volpool-staging-";
+  /** The suffix of a run's manifest beside the output ({@code .NAME.volpool-staging-ID.manifest.json}). */
+  static final String MANIFEST = ".manifest.json";
 
   final FileSystem fs;
   final Path output;
@@ -41,13 +44,18 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
   final String id;
   final CommitLock lock;
   final RunOwner owner;
+  /** The earlier run whose committed tasks this one keeps ({@code mode=resume}), or null. */
+  final String resumes;
+  /** The run adds its files to the output ({@code mode=append}) rather than making or replacing it. */
+  boolean append;
 
-  OutputCommit(FileSystem fs, Path output, String id, boolean overwrite, Path staging, boolean rewriteToTouch)
-      throws IOException {
+  OutputCommit(FileSystem fs, Path output, String id, boolean overwrite, Path staging, boolean rewriteToTouch,
+      String resumes) throws IOException {
     this.fs = fs;
     this.output = output;
     this.id = id;
     this.overwrite = overwrite;
+    this.resumes = resumes;
     this.lock = new CommitLock(fs, output, id, staging.getName(), rewriteToTouch);
     this.owner = new RunOwner(fs, output, id, rewriteToTouch, lock);
   }
@@ -59,6 +67,23 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
    * @throws SettingsException when the output exists and {@code overwrite} is false
    */
   public static OutputCommit prepare(String output, boolean overwrite, Configuration conf) throws IOException {
+    return prepare(output, overwrite ? io.volpool.conf.OutputMode.OVERWRITE : io.volpool.conf.OutputMode.ERRORIFEXISTS,
+        conf, null);
+  }
+
+  /**
+   * As above for {@code mode}; under {@code resume}, a dead run on this output whose manifest has the
+   * fingerprint of {@code manifest} (the same settings and input) is taken over: its committed tasks are
+   * kept ({@link #keptTasks}) and this run commits them with its own. The manifest is written beside the
+   * output (and into it at the commit) so a later run can tell.
+   *
+   * @throws SettingsException when the output exists (and the mode neither replaces nor adds to it), or when
+   *     {@code resume} finds a dead run on this output made with other settings or input, naming what changed
+   */
+  public static OutputCommit prepare(String output, io.volpool.conf.OutputMode mode, Configuration conf,
+      RunManifest manifest) throws IOException {
+    boolean overwrite = mode == io.volpool.conf.OutputMode.OVERWRITE;
+    boolean resume = mode == io.volpool.conf.OutputMode.RESUME;
     Path out = new Path(output);
     FileSystem fs = out.getFileSystem(conf);
     out = fs.makeQualified(out);
@@ -70,11 +95,21 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
       }
       CommitLock.check(fs, out);
     }
+    // under resume: the newest dead run of the same fingerprint, whose committed tasks this run keeps
+    String resumes = resume && manifest != null && out.getParent() != null && fs.exists(out.getParent())
+        ? adoptable(fs, out, manifest) : null;
     if (magic) {
       // before the existence check: a dead run's upload folder inside the output is not an output
-      MagicCommit.removeDeadUploads(fs, out);
+      MagicCommit.removeDeadUploads(fs, out, resumes);
     }
-    if (exists(fs, out) && !overwrite) {
+    if (exists(fs, out) && !overwrite && mode != io.volpool.conf.OutputMode.APPEND) {
+      if (resume) {
+        RunManifest done = RunManifest.read(fs, out);
+        throw new SettingsException("output " + out + " already exists" + (done == null ? " and has no "
+            + RunManifest.FILE + " (it was not written by this version of volpool)" : ", made with other settings or"
+            + " input: " + String.join("; ", manifest.differences(done, 5))) + "; there is nothing of it to resume. Set "
+            + VolpoolOptions.MODE.key() + "=overwrite to replace it, or choose another " + VolpoolOptions.OUTPUT.key());
+      }
       throw new SettingsException("output " + out + " already exists; set " + VolpoolOptions.MODE.key() + "=overwrite"
           + " to replace it, or choose another " + VolpoolOptions.OUTPUT.key());
     }
@@ -82,13 +117,116 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
     if (parent != null && !fs.exists(parent)) {
       fs.mkdirs(parent);
     }
-    String id = UUID.randomUUID().toString();
+    String id = resumes != null ? resumes : UUID.randomUUID().toString();
+    OutputCommit c;
     if (magic) {
-      return new MagicCommit(fs, out, id, overwrite);
+      c = new MagicCommit(fs, out, id, overwrite, resumes);
+    } else {
+      RenameCommit.removeDeadStaging(fs, out, resumes);
+      c = new RenameCommit(fs, out, id, overwrite, resumes);
     }
-    RenameCommit.removeDeadStaging(fs, out);
-    return new RenameCommit(fs, out, id, overwrite);
+    c.append = mode == io.volpool.conf.OutputMode.APPEND;
+    if (resumes != null) {
+      c.resumedManifest = RunManifest.read(fs, out.getParent(), manifestName(out, resumes));
+    }
+    if (manifest != null) {
+      manifest.write(fs, out.getParent(), manifestName(out, id));
+    }
+    return c;
   }
+
+  /** The name of run {@code id}'s manifest beside output {@code out}. */
+  static String manifestName(Path out, String id) {
+    return "." + out.getName() + STAGING + id + MANIFEST;
+  }
+
+  /**
+   * The id of the newest run on {@code out} that is not alive and whose manifest has {@code manifest}'s
+   * fingerprint; null when there is none.
+   *
+   * @throws SettingsException when dead runs left work but every one was made with other settings or input
+   */
+  static String adoptable(FileSystem fs, Path out, RunManifest manifest) throws IOException {
+    String prefix = "." + out.getName() + STAGING;
+    String best = null;
+    long bestTime = Long.MIN_VALUE;
+    List<String> other = new java.util.ArrayList<>();
+    for (FileStatus st : fs.listStatus(out.getParent())) {
+      String n = st.getPath().getName();
+      if (!n.startsWith(prefix) || !n.endsWith(MANIFEST)) {
+        continue;
+      }
+      String runId = n.substring(prefix.length(), n.length() - MANIFEST.length());
+      Path ownerFile = RunOwner.of(out, runId);
+      try {
+        if (RunOwner.deadBecause(fs, st, ownerFile).isEmpty()) {
+          continue; // a live run's: not this run's to take
+        }
+        RunManifest m;
+        try (java.io.InputStream in = fs.open(st.getPath())) {
+          m = RunManifest.parse(new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8), st.getPath()
+              .toString());
+        } catch (IOException e) {
+          continue; // unreadable: the dead run's cleanup removes it
+        }
+        if (m.fingerprint().equals(manifest.fingerprint())) {
+          if (st.getModificationTime() > bestTime) {
+            best = runId;
+            bestTime = st.getModificationTime();
+          }
+        } else {
+          other.add("run " + runId + ": " + String.join("; ", manifest.differences(m, 5)));
+        }
+      } catch (java.io.FileNotFoundException e) {
+        // it finished or was removed while we looked
+      }
+    }
+    if (best == null && !other.isEmpty()) {
+      throw new SettingsException(VolpoolOptions.MODE.key() + "=resume: the unfinished run(s) on " + out + " were made"
+          + " with other settings or input, so their work does not belong to this run (" + String.join(" | ", other)
+          + "). Run with the same settings and input to resume, or set " + VolpoolOptions.MODE.key() + "=overwrite to"
+          + " start over (which removes their work)");
+    }
+    return best;
+  }
+
+  /** The earlier run this one resumes (its committed tasks are kept), or null for a run from the start. */
+  public String resumes() {
+    return resumes;
+  }
+
+  /** This run's id (a resumed run's is the earlier run's: it takes over its staging). */
+  public String id() {
+    return id;
+  }
+
+  /** The manifest of the run this one resumes, as that run wrote it; null when not resuming. */
+  public RunManifest resumedManifest() {
+    return resumedManifest;
+  }
+
+  private RunManifest resumedManifest;
+
+  /** Replaces this run's manifest beside the output (a resumed run that planned as the earlier run did). */
+  public void rewriteManifest(RunManifest m) throws IOException {
+    m.write(fs, output.getParent(), manifestName(output, id));
+  }
+
+  /** Removes every kept task's committed work: a resumed run whose tasks cannot be matched runs them all. */
+  public void dropAllTasks() throws IOException {
+    for (int i : new java.util.ArrayList<>(keptTasks().keySet())) {
+      dropTask(i);
+    }
+  }
+
+  /**
+   * The tasks an earlier run committed that this run keeps, by the index of the task in the plan (their
+   * partition in both runs' Spark jobs), each with where its committed files are; empty unless resuming.
+   */
+  public abstract java.util.SortedMap<Integer, Path> keptTasks() throws IOException;
+
+  /** Removes the committed work of kept task {@code index} (it failed its check): this run runs it again. */
+  public abstract void dropTask(int index) throws IOException;
 
   /**
    * Whether {@code out} is an output: it exists, and on S3 it holds something besides the magic
@@ -163,6 +301,14 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
 
   /** Removes what this run staged after a failure, leaving the output as it was; never throws. */
   public abstract void abort();
+
+  /**
+   * After a failure of a run in mode=resume: {@code keepWhy} non-null keeps what its tasks committed for the
+   * next resume (the owner file says the run ended, and why); null removes it as {@link #abort()}. Never throws.
+   */
+  public void abort(String keepWhy) {
+    abort();
+  }
 
   @Override
   public void close() {

@@ -23,12 +23,81 @@ final class RenameCommit extends OutputCommit {
   private final Path staging;
 
   RenameCommit(FileSystem fs, Path output, String id, boolean overwrite) throws IOException {
-    this(fs, output, id, overwrite, new Path(output.getParent(), "." + output.getName() + STAGING + id));
+    this(fs, output, id, overwrite, null);
   }
 
-  private RenameCommit(FileSystem fs, Path output, String id, boolean overwrite, Path staging) throws IOException {
-    super(fs, output, id, overwrite, staging, false);
+  /** A commit of run {@code id}; {@code resumes} (then equal to {@code id}): the dead run whose staging it takes over. */
+  RenameCommit(FileSystem fs, Path output, String id, boolean overwrite, String resumes) throws IOException {
+    this(fs, output, id, overwrite, new Path(output.getParent(), "." + output.getName() + STAGING + id), resumes);
+  }
+
+  private RenameCommit(FileSystem fs, Path output, String id, boolean overwrite, Path staging, String resumes)
+      throws IOException {
+    super(fs, output, id, overwrite, staging, false, resumes);
     this.staging = staging;
+    if (resumes != null) {
+      keepCommittedTasksOnly();
+    }
+  }
+
+  /** Where Hadoop's file committer (algorithm 1, application attempt 0) keeps the committed tasks' folders. */
+  private Path committedTasks() {
+    return new Path(staging, "_temporary/0");
+  }
+
+  /**
+   * A taken-over staging holds the committed tasks' folders and the attempts that never committed (a
+   * killed run's, under {@code _temporary/0/_temporary}); the latter go, and so does anything a job
+   * commit had merged already (the run died in its commit: its tasks are run again rather than sorted out).
+   */
+  private void keepCommittedTasksOnly() throws IOException {
+    if (!fs.exists(staging)) {
+      return;
+    }
+    Path attempts = new Path(committedTasks(), "_temporary");
+    if (fs.exists(attempts)) {
+      fs.delete(attempts, true);
+    }
+    for (FileStatus st : fs.listStatus(staging)) {
+      if (!st.getPath().getName().equals("_temporary")) {
+        LOG.warn("volpool: {} holds {} from a job commit the resumed run did not finish; removed, its tasks run again",
+            staging, st.getPath().getName());
+        fs.delete(st.getPath(), true);
+      }
+    }
+  }
+
+  @Override
+  public java.util.SortedMap<Integer, Path> keptTasks() throws IOException {
+    java.util.SortedMap<Integer, Path> kept = new java.util.TreeMap<>();
+    if (resumes == null || !fs.exists(committedTasks())) {
+      return kept;
+    }
+    for (FileStatus st : fs.listStatus(committedTasks())) {
+      int index = taskIndex(st.getPath().getName());
+      if (st.isDirectory() && index >= 0) {
+        if (kept.put(index, st.getPath()) != null) {
+          // two committed folders of one task (two runs before this one): neither is trusted, it runs again
+          fs.delete(kept.remove(index), true);
+          fs.delete(st.getPath(), true);
+        }
+      }
+    }
+    return kept;
+  }
+
+  /** The task number of a committed task's folder ({@code task_<job>_r_000012}: 12), or -1. */
+  static int taskIndex(String name) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("task_.*_[rm]_(\\d{6,})").matcher(name);
+    return m.matches() ? Integer.parseInt(m.group(1)) : -1;
+  }
+
+  @Override
+  public void dropTask(int index) throws IOException {
+    Path dir = keptTasks().get(index);
+    if (dir != null) {
+      fs.delete(dir, true);
+    }
   }
 
   @Override
@@ -57,6 +126,10 @@ final class RenameCommit extends OutputCommit {
     lock.acquire();
     Path old = null;
     try {
+      if (append && fs.exists(output)) {
+        appendToOutput();
+        return;
+      }
       if (fs.exists(output)) {
         if (!overwrite) {
           throw new ConcurrentCommitException("output " + output + " appeared while the job ran (another run committed"
@@ -87,6 +160,100 @@ final class RenameCommit extends OutputCommit {
       fs.delete(old, true);
     }
     owner.remove();
+    fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
+  }
+
+  /**
+   * An appending run's commit, under the lock: the output is moved aside in one rename, this run's files
+   * are moved into it (its summary and, last, its manifest replacing the output's), and it is renamed back.
+   * A reader sees the old output, none (while the new files are moved in: one rename each), or the new one,
+   * never a part; a run killed in between has the old output put back by the next run
+   * ({@link #recoverReplaced}), and the files it had moved in, which its manifest does not name, removed
+   * by the next append ({@link Appending}).
+   */
+  private void appendToOutput() throws IOException {
+    Path aside = new Path(staging.getParent(), staging.getName() + REPLACED);
+    try {
+      String clash = clash(staging, output);
+      if (clash != null) {
+        throw new IOException("the output " + output + " holds " + clash + " already, which this appending run also"
+            + " wrote; nothing was added (the run's files stay in " + staging + " until the next run on the output)");
+      }
+      if (!fs.rename(output, aside)) {
+        throw new IOException("could not move the output " + output + " aside to add this run's files; they stay in "
+            + staging);
+      }
+      try {
+        Path manifest = new Path(staging, RunManifest.FILE);
+        for (FileStatus st : fs.listStatus(staging)) {
+          if (!st.getPath().equals(manifest)) {
+            moveInto(st, aside);
+          }
+        }
+        if (fs.exists(manifest)) {
+          moveInto(fs.getFileStatus(manifest), aside);
+        }
+      } finally {
+        // back in place, whatever happened: files moved in before a failure are not in its manifest, so the next
+        // append removes them
+        if (!fs.rename(aside, output)) {
+          throw new IOException("could not move " + aside + " back to " + output + " (the next run on it will)");
+        }
+      }
+      fs.delete(staging, true);
+    } finally {
+      lock.release();
+    }
+    owner.remove();
+    fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
+  }
+
+  /** The first file below {@code from} (relative) that folder {@code dir} holds too, but for the run's summary and manifest; null if none. */
+  private String clash(Path from, Path dir) throws IOException {
+    for (FileStatus st : fs.listStatus(from)) {
+      Path target = new Path(dir, st.getPath().getName());
+      if (!fs.exists(target)) {
+        continue;
+      }
+      if (st.isDirectory()) {
+        String c = clash(st.getPath(), target);
+        if (c != null) {
+          return st.getPath().getName() + "/" + c;
+        }
+      } else {
+        String n = target.getName();
+        if (!n.equals(RunManifest.FILE) && !n.equals("_volpool_summary.json") && !n.equals("_SUCCESS")) {
+          return n;
+        }
+      }
+    }
+    return null;
+  }
+
+  /** Moves {@code from} into folder {@code dir}: a file by a rename (the run's summary and manifest replace the old ones), a folder merged. */
+  private void moveInto(FileStatus from, Path dir) throws IOException {
+    Path target = new Path(dir, from.getPath().getName());
+    if (from.isFile()) {
+      if (fs.exists(target)) {
+        String n = target.getName();
+        if (!n.equals(RunManifest.FILE) && !n.equals("_volpool_summary.json") && !n.equals("_SUCCESS")) {
+          throw new IOException("the output holds " + target + " already, which this appending run also wrote; nothing"
+              + " of it was replaced (the run's files stay in " + staging + ")");
+        }
+        fs.delete(target, false);
+      }
+      if (!fs.rename(from.getPath(), target)) {
+        throw new IOException("could not move " + from.getPath() + " to " + target);
+      }
+    } else if (!fs.exists(target)) {
+      if (!fs.rename(from.getPath(), target)) {
+        throw new IOException("could not move " + from.getPath() + " to " + target);
+      }
+    } else {
+      for (FileStatus c : fs.listStatus(from.getPath())) {
+        moveInto(c, target);
+      }
+    }
   }
 
   /**
@@ -95,6 +262,20 @@ final class RenameCommit extends OutputCommit {
    */
   @Override
   public void abort() {
+    abort(null);
+  }
+
+  /**
+   * After a failure: with {@code keepWhy} (a run in mode=resume whose failure left its committed tasks
+   * sound), the staging and manifest stay for the next resume and the owner file says the run ended;
+   * otherwise as {@link #abort()}.
+   */
+  @Override
+  public void abort(String keepWhy) {
+    if (keepWhy != null && fs != null) {
+      owner.markEnded(keepWhy);
+      return;
+    }
     owner.stop();
     for (int attempt = 0; attempt < 20; attempt++) {
       try {
@@ -113,15 +294,31 @@ final class RenameCommit extends OutputCommit {
       }
     }
     owner.remove();
+    try {
+      fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
+    } catch (IOException e) {
+      LOG.warn("could not delete the manifest of run {}: {}", id, e.toString());
+    }
   }
 
   /** Removes the staging folders (and owner files) of runs on {@code out} that are no longer alive. */
   static int removeDeadStaging(FileSystem fs, Path out) throws IOException {
+    return removeDeadStaging(fs, out, null);
+  }
+
+  /**
+   * The same, but for run {@code keep}'s (null: none), which a resumed run takes over; also the manifests
+   * of dead runs.
+   */
+  static int removeDeadStaging(FileSystem fs, Path out, String keep) throws IOException {
     String prefix = "." + out.getName() + STAGING;
     int removed = 0;
     for (FileStatus st : fs.listStatus(out.getParent())) {
       String n = st.getPath().getName();
-      if (!n.startsWith(prefix) || n.endsWith(".owner")) {
+      if (!n.startsWith(prefix) || n.endsWith(".owner") || n.endsWith(MANIFEST)) {
+        continue;
+      }
+      if (keep != null && (n.equals(prefix + keep) || n.startsWith(prefix + keep + "."))) {
         continue;
       }
       if (n.endsWith(REPLACED)) {
@@ -134,16 +331,32 @@ final class RenameCommit extends OutputCommit {
           LOG.warn("volpool: removing {} left by a run that is not alive ({})", st.getPath(), why.get());
           fs.delete(st.getPath(), true);
           fs.delete(ownerFile, false);
+          fs.delete(new Path(st.getPath().getParent(), n + MANIFEST), false);
           removed++;
         }
       } catch (java.io.FileNotFoundException e) {
         // that run committed or aborted while we looked
       }
     }
-    // owner files whose staging folder never appeared (a run killed before its first task wrote)
+    // owner files whose staging folder never appeared (a run killed before its first task wrote), and the
+    // manifests of runs that are gone
     for (FileStatus st : fs.listStatus(out.getParent())) {
       String n = st.getPath().getName();
-      if (n.startsWith(prefix) && n.endsWith(".owner")) {
+      if (n.startsWith(prefix) && n.endsWith(MANIFEST)) {
+        String runId = n.substring(prefix.length(), n.length() - MANIFEST.length());
+        Path ownerFile = RunOwner.of(out, runId);
+        try {
+          if (!runId.equals(keep) && RunOwner.deadBecause(fs, st, ownerFile).isPresent()
+              && !fs.exists(new Path(out.getParent(), prefix + runId))) {
+            fs.delete(st.getPath(), false);
+            fs.delete(ownerFile, false);
+          }
+        } catch (java.io.FileNotFoundException e) {
+          // gone meanwhile
+        }
+        continue;
+      }
+      if (n.startsWith(prefix) && n.endsWith(".owner") && !n.equals(prefix + keep + ".owner")) {
         Path dir = new Path(st.getPath().getParent(), n.substring(0, n.length() - ".owner".length()));
         try {
           if (!fs.exists(dir) && RunOwner.deadBecause(fs, st, st.getPath()).isPresent()) {

@@ -75,6 +75,22 @@ final class RunOwner {
     heartbeat.shutdownNow();
   }
 
+  /**
+   * The run failed and leaves its committed work for a resumed run: no more heartbeats, and the owner
+   * file says the run ended, so the next run on the output adopts or removes its staging at once.
+   */
+  void markEnded(String why) {
+    stop();
+    try {
+      ended = why;
+      write();
+    } catch (IOException e) {
+      LOG.warn("could not mark {} ended: {}", file, e.toString());
+    }
+  }
+
+  private String ended;
+
   /** The run has ended: no more heartbeats, and the owner file goes (a failure to delete it is logged). */
   void remove() {
     stop();
@@ -97,6 +113,9 @@ final class RunOwner {
       p.load(in);
     } catch (IOException | IllegalArgumentException e) {
       return Optional.of("unreadable owner file");
+    }
+    if (p.getProperty("ended") != null) {
+      return Optional.of("it ended: " + p.getProperty("ended"));
     }
     long beat = fs.getFileStatus(ownerFile).getModificationTime();
     if (host().equals(p.getProperty("host"))) {
@@ -127,7 +146,7 @@ final class RunOwner {
     ProcessHandle me = ProcessHandle.current();
     String text = "host=" + host() + "\npid=" + me.pid() + "\nprocessStart="
         + me.info().startInstant().map(Instant::toString).orElse("") + "\nstarted=" + started + "\noutput=" + output
-        + "\n";
+        + "\n" + (ended == null ? "" : "ended=" + ended.replace('\n', ' ') + "\n");
     try (OutputStream os = fs.create(file, true)) {
       os.write(text.getBytes(StandardCharsets.UTF_8));
     }

@@ -306,6 +306,10 @@ public final class JobSettings {
     return p.tensorShape;
   }
 
+  public OutputMode mode() {
+    return p.mode;
+  }
+
   public boolean overwrite() {
     return p.mode == OutputMode.OVERWRITE;
   }

@@ -163,9 +163,16 @@ public final class InputPlanner {
   /** Plans Parquet input: every non-hidden file is Parquet (as Spark reads a folder). */
   public static Plan parquet(String input, Configuration conf, long maxPartitionBytes, long openCost, int cores)
       throws IOException {
+    return parquet(input, conf, maxPartitionBytes, openCost, cores, f -> true);
+  }
+
+  /** As above, over the input files {@code take} accepts (an appending run's new files). */
+  public static Plan parquet(String input, Configuration conf, long maxPartitionBytes, long openCost, int cores,
+      java.util.function.Predicate<FileStatus> take) throws IOException {
     Path root = new Path(input);
     List<String> skipped = new ArrayList<>();
     List<FileStatus> files = list(root, conf, n -> true, "Parquet", skipped);
+    files.removeIf(take.negate());
     List<ParquetMetadata> footers = footers(files, conf);
     long total = 0;
     long rows = 0;
@@ -230,9 +237,16 @@ public final class InputPlanner {
   /** Plans .npy input: files named {@code *.npy} (any case); other files are reported as skipped. */
   public static Plan npy(String input, Configuration conf, long maxPartitionBytes, long openCost, int cores)
       throws IOException {
+    return npy(input, conf, maxPartitionBytes, openCost, cores, f -> true);
+  }
+
+  /** As above, over the input files {@code take} accepts (an appending run's new files). */
+  public static Plan npy(String input, Configuration conf, long maxPartitionBytes, long openCost, int cores,
+      java.util.function.Predicate<FileStatus> take) throws IOException {
     Path root = new Path(input);
     List<String> skipped = new ArrayList<>();
     List<FileStatus> files = list(root, conf, n -> n.toLowerCase(Locale.ROOT).endsWith(".npy"), ".npy", skipped);
+    files.removeIf(take.negate());
     long total = files.stream().mapToLong(FileStatus::getLen).sum();
     long max = maxSplitBytes(maxPartitionBytes, openCost, total, files.size(), cores);
     FileSystem fs = root.getFileSystem(conf);

@@ -45,6 +45,13 @@ public final class PlaneRowPlanner {
    */
   public static InputPlanner.Plan plan(String input, TensorLayout layout, Configuration conf, long maxPartitionBytes,
       long openCost, int cores, io.volpool.op.Pipeline pipeline) throws IOException {
+    return plan(input, layout, conf, maxPartitionBytes, openCost, cores, pipeline, f -> true);
+  }
+
+  /** As above, over the input files {@code take} accepts (an appending run's new files). */
+  public static InputPlanner.Plan plan(String input, TensorLayout layout, Configuration conf, long maxPartitionBytes,
+      long openCost, int cores, io.volpool.op.Pipeline pipeline, java.util.function.Predicate<FileStatus> take)
+      throws IOException {
     if (!layout.inputSchema().containsField(TensorLayout.ID)) {
       throw new BadRecordException(input, "rows with d0/d1 columns hold parts of volumes, and need an 'id' column saying"
           + " which volume each row belongs to");
@@ -52,6 +59,7 @@ public final class PlaneRowPlanner {
     Path root = new Path(input);
     List<String> skipped = new ArrayList<>();
     List<FileStatus> files = InputPlanner.list(root, conf, n -> true, "Parquet", skipped);
+    files.removeIf(take.negate());
     InputPlanner.footers(files, conf); // every file must be Parquet: the error names the first that is not
     Map<String, List<Found>> byId = new LinkedHashMap<>();
     long rows = 0;

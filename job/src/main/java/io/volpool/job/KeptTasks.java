@@ -1,0 +1,153 @@
+package io.volpool.job;
+
+import io.volpool.job.commit.CommittedOutput;
+import io.volpool.job.commit.OutputCommit;
+import io.volpool.job.io.InputPlanner;
+import io.volpool.spark.TaskPlan;
+import java.io.IOException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.SortedMap;
+import java.util.TreeMap;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The tasks a resumed run keeps of the earlier run it takes over ({@code spark.volpool.output.mode=resume}),
+ * each checked before it is trusted: its committed files' footers readable and made by a run of the same
+ * fingerprint, and the volumes they hold the ones its plan reads. A task that fails a check is removed
+ * and runs again. Immutable once made.
+ *
+ * @param tasks the kept tasks by plan index, with the counts their files and plans hold
+ * @param counts their counts summed, for the commit's check
+ */
+record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, CommittedOutput.TaskCounts counts) {
+  private static final Logger LOG = LoggerFactory.getLogger(KeptTasks.class);
+  static final KeptTasks NONE = new KeptTasks(new TreeMap<>(), new CommittedOutput.TaskCounts(0, 0, 0, 0));
+
+  /** Volumes (rows, for volumes across rows) the kept tasks read: what the progress line need not count. */
+  long progress() {
+    return counts.read();
+  }
+
+  long volumes() {
+    return counts.written();
+  }
+
+  /** The summary's account of a resumed run: the run it took over, tasks kept and run, volumes kept. */
+  Map<String, Object> describe(OutputCommit out, InputPlanner.Plan plan) {
+    if (out.resumes() == null) {
+      return Map.of();
+    }
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("from_run", out.resumes());
+    m.put("tasks_kept", (long) tasks.size());
+    m.put("tasks_run", (long) (plan.tasks().size() - tasks.size()));
+    m.put("volumes_kept", counts.written());
+    return m;
+  }
+
+  /**
+   * Checks what the earlier run committed against {@code plan} and {@code fingerprint}, removing what
+   * fails; returns what is kept.
+   */
+  static KeptTasks check(OutputCommit out, InputPlanner.Plan plan, boolean npyOut, boolean rowsOut, boolean planeRows,
+      String fingerprint, Configuration conf) throws IOException {
+    if (out.resumes() == null) {
+      return NONE;
+    }
+    SortedMap<Integer, Path> found = out.keptTasks();
+    SortedMap<Integer, CommittedOutput.TaskCounts> kept = new TreeMap<>();
+    CommittedOutput.TaskCounts sum = new CommittedOutput.TaskCounts(0, 0, 0, 0);
+    for (Map.Entry<Integer, Path> e : found.entrySet()) {
+      int i = e.getKey();
+      String why = null;
+      CommittedOutput.TaskCounts c = null;
+      if (i >= plan.tasks().size()) {
+        why = "the plan has " + plan.tasks().size() + " tasks";
+      } else {
+        TaskPlan t = plan.tasks().get(i);
+        try {
+          FileSystem fs = e.getValue().getFileSystem(conf);
+          if (fs.getFileStatus(e.getValue()).isDirectory()) {
+            c = countFolder(e.getValue(), t, npyOut, rowsOut, planeRows, fingerprint, conf);
+          } else {
+            // an upload record (S3): the files are not readable before the commit completes them, which counts them
+            c = rowsOut || planeRows || npyOut ? null : planned(t, planeRows);
+            if (c == null) {
+              why = "on S3 a kept task's files are counted only for one volume per Parquet row";
+            }
+          }
+        } catch (IOException | RuntimeException ex) {
+          why = "its files cannot be read (" + String.valueOf(ex.getMessage()).lines().findFirst().orElse("") + ")";
+        }
+        if (c == null && why == null) {
+          why = "its files do not hold what its plan reads, or another run's fingerprint";
+        }
+      }
+      if (why != null) {
+        LOG.warn("volpool: task {} of run {} runs again: {}", i, out.resumes(), why);
+        out.dropTask(i);
+        continue;
+      }
+      kept.put(i, c);
+      sum = sum.plus(c);
+    }
+    return new KeptTasks(kept, sum);
+  }
+
+  /** What a task's plan reads: the rows of its splits (volumes; for volumes across rows, rows) and ranges run. */
+  private static CommittedOutput.TaskCounts planned(TaskPlan t, boolean planeRows) {
+    long rows = 0;
+    for (io.volpool.io.parquet.ParquetSplit s : t.splits()) {
+      rows += s.rows();
+    }
+    for (io.volpool.io.PlaneVolume v : t.volumes()) {
+      rows += v.rows().size();
+    }
+    return new CommittedOutput.TaskCounts(rows, rows, rows, planeRows ? t.volumes().size() : 0);
+  }
+
+  /**
+   * The counts of a committed task's folder (Rename commits), or null when its files were made by another
+   * fingerprint or do not hold what its plan reads.
+   */
+  private static CommittedOutput.TaskCounts countFolder(Path dir, TaskPlan t, boolean npyOut, boolean rowsOut,
+      boolean planeRows, String fingerprint, Configuration conf) throws IOException {
+    FileSystem fs = dir.getFileSystem(conf);
+    if (!npyOut) {
+      org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it = fs.listFiles(dir, true);
+      while (it.hasNext()) {
+        FileStatus f = it.next();
+        String n = f.getPath().getName();
+        if (!n.endsWith(".parquet") || n.startsWith("_") || n.startsWith(".")) {
+          continue;
+        }
+        try (org.apache.parquet.hadoop.ParquetFileReader r = io.volpool.io.Files2.openParquet(f.getPath(), conf)) {
+          String fp = r.getFooter().getFileMetaData().getKeyValueMetaData().get("volpool.fingerprint");
+          if (!fingerprint.equals(fp)) {
+            return null;
+          }
+        }
+      }
+    }
+    CommittedOutput c = CommittedOutput.count(dir, npyOut, rowsOut, conf);
+    if (npyOut) {
+      // .npy output: one file per input file (or per volume across rows), each counted from its header
+      long want = t.files().isEmpty() ? t.volumes().size() : t.files().size();
+      return c.files() == want ? new CommittedOutput.TaskCounts(c.rows(), c.rows(), c.rows(), planeRows
+          ? t.volumes().size() : 0) : null;
+    }
+    CommittedOutput.TaskCounts p = planned(t, planeRows);
+    if (planeRows || rowsOut) {
+      // rows out differ from rows in; the commit's check of every volume's planes covers what a task holds
+      return c.rows() > 0 || p.read() == 0 ? new CommittedOutput.TaskCounts(p.read(), c.rows(), c.volumes(),
+          p.slabbed()) : null;
+    }
+    return c.rows() == p.read() ? new CommittedOutput.TaskCounts(p.read(), c.rows(), c.rows(), 0) : null;
+  }
+}
