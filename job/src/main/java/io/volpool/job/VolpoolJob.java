@@ -586,6 +586,9 @@ public final class VolpoolJob {
       p.gpuCheck().require();
     }
     long tc = System.nanoTime();
+    // an append on S3 completes its files into the output itself: what it adds is the output after less before
+    CommittedOutput before = p.append() != null && p.append().existing() != null && out.staging().equals(out.output())
+        ? CommittedOutput.count(out.output(), p.npyOut(), p.rowsOut(), p.conf()) : null;
     // the committed files, where they can be counted (on S3: completed, in the output)
     Path committedTo = out.publish(jobConf);
     if (!p.npyOut() && p.input().rows() == 0) {
@@ -595,6 +598,9 @@ public final class VolpoolJob {
           new io.volpool.backend.PhaseTimes()).close();
     }
     CommittedOutput committed = CommittedOutput.count(committedTo, p.npyOut(), p.rowsOut(), p.conf());
+    if (before != null) {
+      committed = committed.minus(before);
+    }
     // what this run's tasks counted, and what the kept tasks' files and plans hold
     CommittedOutput.check(committed, p.input(), CommittedOutput.TaskCounts.of(metrics).plus(kept.counts()), p.npyIn(),
         p.npyOut(), p.rowsOut(), out.output().toString());

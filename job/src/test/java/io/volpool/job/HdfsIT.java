@@ -223,4 +223,67 @@ class HdfsIT {
     assertThat(names("kill")).as("nothing of the killed run left").noneMatch(n -> n.contains("volpool-staging")
         || n.contains("volpool-commit"));
   }
+
+  /** The summary of the output at {@code path}. */
+  static com.fasterxml.jackson.databind.JsonNode summary(org.apache.hadoop.fs.FileSystem on, String path) throws Exception {
+    try (java.io.InputStream in = on.open(new org.apache.hadoop.fs.Path(path, VolpoolJob.SUMMARY_FILE))) {
+      return new com.fasterxml.jackson.databind.ObjectMapper().readTree(in);
+    }
+  }
+
+  /**
+   * Resume and append on HDFS: a run killed once half its tasks committed is resumed from them (its
+   * output equals a clean run's), then a run in append mode adds a day of new files (the output equals a
+   * clean run over all of them, each volume once).
+   */
+  @Test
+  void aKilledRunOnHdfsIsResumedFromItsCommittedTasksAndALaterRunAppendsNewFiles(@TempDir Path tmp) throws Exception {
+    Path local = tmp.resolve("in");
+    SampleData.write(SparkTests.spark(), local.resolve("day=1").toString(), 1024, 8, 0);
+    SampleData.write(SparkTests.spark(), local.resolve("day=2").toString(), 256, 2, 1024);
+    fs.mkdirs(hdfs("res/in"));
+    fs.copyFromLocalFile(new org.apache.hadoop.fs.Path(local.resolve("day=1").toUri()), hdfs("res/in"));
+    Map<String, String> conf = withPaths(root + "/res/in", "parquet", root + "/res/out");
+    conf.put("spark.volpool.fused.weights", Path.of("../conf/models/fused_seed.safetensors").toAbsolutePath().toString());
+    conf.put("spark.volpool.device", "cpu");
+    conf.put("spark.sql.files.maxPartitionBytes", String.valueOf(12L << 20));
+    Map<String, String> clean = new java.util.HashMap<>(conf);
+    clean.put("spark.volpool.output", root + "/res/clean");
+    ChildJvm.Child c = ChildJvm.start("2g", "local[2]", clean, tmp.resolve("clean.log"));
+    assertThat(c.waitFor(300)).as(c.output()).isZero();
+    Map<String, String> want = checksum(root + "/res/clean");
+    int tasks = summary(fs, root + "/res/clean").get("files_out").asInt();
+
+    conf.put("spark.volpool.output.mode", "resume");
+    ChildJvm.Child run = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("kill.log"));
+    long started = System.nanoTime();
+    while (committedTasks("res", "out") < tasks / 2) {
+      assertThat(run.process().isAlive()).as("the run ended before half its tasks committed; " + run.output()).isTrue();
+      assertThat(System.nanoTime() - started).as("no kill point within 300 s").isLessThan(300_000_000_000L);
+      Thread.sleep(5);
+    }
+    int committed = committedTasks("res", "out");
+    run.process().destroyForcibly().waitFor();
+    ChildJvm.Child resumed = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("resumed.log"));
+    assertThat(resumed.waitFor(300)).as(resumed.output()).isZero();
+    com.fasterxml.jackson.databind.JsonNode r = summary(fs, root + "/res/out").get("resumed");
+    assertThat(r).as("the resumed run's summary").isNotNull();
+    assertThat(r.get("tasks_kept").asLong()).as("kept: what had committed at the kill").isGreaterThanOrEqualTo(committed);
+    assertThat(checksum(root + "/res/out")).as("resumed on HDFS, volume for volume").isEqualTo(want);
+    assertThat(names("res")).noneMatch(n -> n.contains("volpool-staging") || n.contains("volpool-commit"));
+
+    // a new day of files: an appending run adds them and only them
+    fs.copyFromLocalFile(new org.apache.hadoop.fs.Path(local.resolve("day=2").toUri()), hdfs("res/in"));
+    conf.put("spark.volpool.output.mode", "append");
+    ChildJvm.Child appended = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("append.log"));
+    assertThat(appended.waitFor(300)).as(appended.output()).isZero();
+    assertThat(summary(fs, root + "/res/out").get("appended").get("input_files_new").asInt()).isEqualTo(2);
+    clean.put("spark.volpool.output", root + "/res/clean-all");
+    ChildJvm.Child all = ChildJvm.start("2g", "local[2]", clean, tmp.resolve("clean-all.log"));
+    assertThat(all.waitFor(300)).as(all.output()).isZero();
+    assertThat(checksum(root + "/res/out")).as("appended on HDFS").isEqualTo(checksum(root + "/res/clean-all"))
+        .hasSize(1280);
+    assertThat(SparkTests.spark().read().parquet(root + "/res/out").count()).as("each volume once").isEqualTo(1280);
+    assertThat(names("res")).noneMatch(n -> n.contains("volpool-staging") || n.contains("volpool-commit"));
+  }
 }

@@ -297,14 +297,26 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
       inner.setupTask(whole(context));
     }
 
+    /**
+     * A task attempt that wrote nothing (a resumed run's kept task, which reads nothing) has no work folder:
+     * nothing to commit (the magic committer would fail listing it).
+     */
     @Override
     public boolean needsTaskCommit(TaskAttemptContext context) throws IOException {
-      return inner.needsTaskCommit(whole(context));
+      try {
+        return inner.needsTaskCommit(whole(context));
+      } catch (java.io.FileNotFoundException e) {
+        return false;
+      }
     }
 
     @Override
     public void commitTask(TaskAttemptContext context) throws IOException {
       long t0 = System.nanoTime();
+      Path work = inner.getWorkPath();
+      if (work != null && !work.getFileSystem(whole(context).getConfiguration()).exists(work)) {
+        return; // wrote nothing
+      }
       inner.commitTask(whole(context));
       TimedCommitter.addCommitTime(System.nanoTime() - t0);
     }

@@ -32,6 +32,15 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
     this(files, rows, volumes, repeatedStart, null);
   }
 
+  /**
+   * What is here beyond {@code before}: an appending run's files on S3, committed into the output that held
+   * {@code before} (the plane and id checks are the whole output's).
+   */
+  public CommittedOutput minus(CommittedOutput before) {
+    return new CommittedOutput(files - before.files, rows - before.rows, volumes - before.volumes, repeatedStart,
+        planeProblem);
+  }
+
   /** Counts the committed data files under {@code staging}; {@code rowsOut}: output across rows (d0/d1 columns). */
   public static CommittedOutput count(Path staging, boolean npy, boolean rowsOut, Configuration conf) throws IOException {
     FileSystem fs = io.volpool.io.Files2.fs(staging, conf);
