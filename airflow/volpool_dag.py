@@ -4,7 +4,10 @@ What it does, and why:
 - waits for the day's input to be complete (its `_SUCCESS` marker) before submitting;
 - submits with `conf=` (merged over the cluster's spark-defaults.conf, which `properties_file` would replace)
   and a name per day, so the Spark UI and the history server show which day ran;
-- writes each day to its own output with `mode=overwrite`, so a retry or a rerun of a day is idempotent;
+- writes each day to its own output with `mode=resume`: a retry after a lost node or a killed driver keeps what
+  the failed attempt's tasks committed and runs only the rest, and a rerun of a day whose output is complete
+  (same settings and input) runs nothing; to make a day again after its input or settings changed (resume then
+  refuses, exit 2, naming what changed), trigger it with the param `mode` = `overwrite`;
 - reads the run's status file, `.<output name>.volpool-status.json` beside the output, after spark-submit
   returns: in cluster deploy mode spark-submit's exit code does not say whether the driver failed;
 - does not retry deterministic failures: exit 2 (invalid settings), 3 (bad input) and 4 (the environment:
@@ -143,6 +146,8 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     default_args={"retries": 2, "retry_delay": timedelta(minutes=10)},
+    # resume: retries keep the committed work of the attempt before; overwrite: make the day again from scratch
+    params={"mode": "resume"},
     tags=["volpool", "gpu"],
 ) as dag:
     wait_for_input = PythonSensor(
@@ -163,7 +168,7 @@ with DAG(
             **GPU_CLUSTER_CONF,
             "spark.volpool.input": INPUT,
             "spark.volpool.output": OUTPUT,
-            "spark.volpool.output.mode": "overwrite",
+            "spark.volpool.output.mode": "{{ params.mode }}",
         },
         output=OUTPUT,
     )

@@ -110,7 +110,10 @@ class DagTest(unittest.TestCase):
         self.assertEqual(self.dag.tasks["wait_for_input"].downstream, ["pool_volumes"])
         self.assertIsNone(self.submit.properties_file, "properties_file would replace the cluster's spark-defaults.conf")
         self.assertEqual(self.submit.name, "volpool-{{ ds }}")
-        self.assertEqual(self.submit.conf["spark.volpool.output.mode"], "overwrite")
+        # retries resume from what the failed attempt committed; a run may ask for overwrite
+        self.assertEqual(self.submit.conf["spark.volpool.output.mode"], "{{ params.mode }}")
+        self.assertEqual(self.dag.kwargs["params"]["mode"], "resume")
+        self.assertIn("conf", self.submit.template_fields)
         self.assertEqual(self.submit.conf["spark.volpool.output"], self.dag.tasks["pool_volumes"].conf["spark.volpool.output"])
         self.assertIn("output", self.submit.template_fields)
         self.assertGreater(self.dag.kwargs["default_args"]["retries"], 0)
