@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Issue 33's GPU benchmark, in one call on the GPU machine after scripts/device/device-gpu-run.sh's staging: one volume
+# of GIB GiB stored across rows (float32 [C, D, 512, 512], rows of 16 MiB) through avgpool3d on the GPU, as ranges of
+# output planes over the tasks (the default) and as one task (spark.volpool.input.spreadVolumes=false, as before
+# ranges), beside the many-volume rate of the same bytes as 64 .npy volumes of GIB/64 GiB each, and the machine's dd.
+# Steady GB/s from each run's summary (its timeline); peak host memory (the budget's) from the summary, peak device
+# memory from nvidia-smi sampled every 0.2 s.
+# The volume is made by numpy as one .npy on the local disk (a repeated random block: GB/s, not hours), cut into rows
+# by the job itself (identity, output.layout=rows) into /dev/shm, and the .npy removed before the runs.
+# Env: GIB (32), DEVICE (gpu), J and CP (the staged runtime), OUT (logs: $OUT/ranges-gpu.log and summaries),
+# NPYDIR (/tmp/ranges-npy, on disk), SHM (/dev/shm/ranges).
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+J=${J:-/tmp/stage/jre/bin/java}
+. "$(dirname "$0")/../lib/java-opens.sh"
+CP=${CP:-"$(ls /tmp/stage/lib/*.jar | grep -v -e console-standalone -e -tests.jar | tr '\n' ':')"}
+GIB=${GIB:-32}
+DEVICE=${DEVICE:-gpu}
+NPYDIR=${NPYDIR:-/tmp/ranges-npy}
+SHM=${SHM:-/dev/shm/ranges}
+LOG="$OUT/ranges-gpu.log"
+log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
+rm -rf "$NPYDIR" "$SHM"; mkdir -p "$NPYDIR" "$SHM"
+C=4
+D=$(( GIB * 1024 / 4 ))   # [4, D, 512, 512] float32 = D MiB per channel
+log "volume [$C, $D, 512, 512] float32 ($GIB GiB); $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB"
+python3 - "$NPYDIR/big.npy" "$C" "$D" <<'PY'
+import sys, numpy as np
+path, c, d = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+block = np.random.default_rng(7).random((16, 512, 512), dtype=np.float32)
+m = np.lib.format.open_memmap(path, mode="w+", dtype="<f4", shape=(c, d, 512, 512))
+for ci in range(c):
+    for z in range(0, d, 16):
+        n = min(16, d - z)
+        m[ci, z:z + n] = block[:n] + np.float32(ci * 0.5 + z * 1e-3)
+m.flush()
+PY
+log "npy written: $(du -sh "$NPYDIR" | cut -f1)"
+job() {  # job NAME SPARK_ARGS...: runs the job, its log in $OUT/NAME.log, its summary line in the log
+  local name=$1; shift
+  local t0; t0=$(date +%s.%N)
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$OUT/$name.gpumem" 2>/dev/null &
+  local smi=$!
+  "$J" -Xmx64g $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" io.volpool.job.VolpoolMain \
+    --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.device="$DEVICE" \
+    --conf spark.volpool.output.mode=overwrite "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  kill $smi 2>/dev/null
+  python3 - "$name" "$rc" "$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")" "$OUT" "$SHM" <<'PY' | tee -a "$LOG"
+import json, sys, glob
+name, rc, secs, out, shm = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+try:
+    peak = max(int(x) for x in open(f"{out}/{name}.gpumem").read().split() if x.strip().isdigit())
+except (ValueError, OSError):
+    peak = -1
+line = f"    {name}: rc {rc}, process {secs} s, peak device memory {peak} MiB"
+for s in glob.glob(f"{shm}/out-{name}/_volpool_summary.json") + glob.glob(f"{shm}/{name}/_volpool_summary.json"):
+    d = json.load(open(s)); t = d["timeline"]
+    json.dump(d, open(f"{out}/{name}.summary.json", "w"))
+    line += (f"; job {d['wall_seconds']} s, {d['gb_per_second_in']} GB/s in over the job, steady {t['steady_gb_per_second_in']}"
+             f" GB/s in {t['steady_window_seconds']}, peak budget {d['peak_budget_bytes'] / 2**30:.1f} GiB of "
+             f"{d['memory_budget_bytes'] / 2**30:.1f}, {d.get('volumes_in')} volumes, {d.get('rows_in')} rows in")
+print(line)
+PY
+}
+job rows --conf spark.volpool.input="$NPYDIR" --conf spark.volpool.input.format=npy --conf spark.volpool.output="$SHM/rows" \
+  --conf spark.volpool.pipeline=identity --conf spark.volpool.output.format=parquet --conf spark.volpool.output.layout=rows \
+  --conf spark.volpool.output.rowBytes=16m --conf spark.volpool.output.compression=none
+rm -rf "$NPYDIR"
+log "rows: $(du -sh "$SHM/rows" | cut -f1) in $(find "$SHM/rows" -name '*.parquet' | wc -l) file(s)"
+pool=(--conf spark.volpool.pipeline=avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2
+  --conf spark.volpool.avgpool3d.padding=1)
+for r in 1 2; do
+  job "ranges-r$r" --conf spark.volpool.input="$SHM/rows" --conf spark.volpool.output="$SHM/out-ranges-r$r" "${pool[@]}"
+  rm -rf "$SHM/out-ranges-r$r"
+done
+job "one-task" --conf spark.volpool.input="$SHM/rows" --conf spark.volpool.output="$SHM/out-one-task" "${pool[@]}" \
+  --conf spark.volpool.input.spreadVolumes=false
+rm -rf "$SHM/out-one-task" "$SHM/rows"
+# the many-volume rate of the same bytes: 64 volumes [4, D/64, 512, 512] as .npy files
+python3 - "$SHM/many" "$C" "$(( D / 64 ))" <<'PY'
+import sys, os, numpy as np
+root, c, d = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(root, exist_ok=True)
+block = np.random.default_rng(7).random((c, d, 512, 512), dtype=np.float32)
+for i in range(64):
+    np.save(f"{root}/v{i:02d}.npy", block + np.float32(i))
+PY
+log "many volumes: $(du -sh "$SHM/many" | cut -f1) in $(ls "$SHM/many" | wc -l) .npy files"
+for r in 1 2; do
+  job "many-r$r" --conf spark.volpool.input="$SHM/many" --conf spark.volpool.input.format=npy \
+    --conf spark.volpool.output="$SHM/out-many-r$r" "${pool[@]}"
+  rm -rf "$SHM/out-many-r$r"
+done
+log "machine: dd of the 64 .npy files from 16 processes: $(cd "$SHM/many" && python3 - <<'PY'
+import subprocess, time, glob
+files = sorted(glob.glob("*.npy")); t0 = time.time()
+ps = [subprocess.Popen(["sh", "-c", " ".join(f"dd if={f} of=/dev/null bs=8M status=none;" for f in files[i::16])]) for i in range(16)]
+[p.wait() for p in ps]
+import os; n = sum(os.path.getsize(f) for f in files); print(f"{n / (time.time() - t0) / 1e9:.1f} GB/s")
+PY
+)"
+rm -rf "$SHM"
+log "done"
