@@ -10,8 +10,8 @@
 #   only the first standard run (uncompressed, so that no compared run writes the machine's first pages).
 #   DTYPES=1 (default 0): after the other runs, issue 32's comparison, two rounds: the uncompressed float32 set, the
 #   same volumes' shape stored as int16 (bench-data.py --dtype int16), each with float32 and with float16 output, and
-#   int16 widened on the device (-Dvolpool.cuda.widenOnDevice=true), and int16 to float16 once more widened by the
-#   readers on the host (the default for now).
+#   int16 widened on the device (the default), and int16 to float16 once more widened by the readers on the host
+#   (-Dvolpool.cuda.widenOnDevice=false).
 #   READ_REPEAT=N (default 0: none): one more run on the uncompressed files N times over (48: 3.1 million volumes,
 #   618 GB in) through fused,avgpool3d,avgpool3d,avgpool3d, whose output is 1/96 of its input: the read side alone.
 # Besides dd's reads, dd's writes into new /dev/shm files and its copies of the input files into new ones (the job
@@ -158,8 +158,9 @@ if [ "${DTYPES:-0}" = 1 ]; then
     run "i16-in-f32-out-r$round" /dev/shm/long-i16 "$CP" fused,avgpool3d "-Dvolpool.cuda.widenOnDevice=true"
     run "i16-in-f16-out-r$round" /dev/shm/long-i16 "$CP" fused,avgpool3d "-Dvolpool.cuda.widenOnDevice=true" \
       "--conf spark.volpool.output.dtype=float16"
-    # the same with the readers widening on the host (the default until the device's widening has run on a GPU)
-    run "i16-in-f16-out-hostwiden-r$round" /dev/shm/long-i16 "$CP" fused,avgpool3d "" "--conf spark.volpool.output.dtype=float16"
+    # the same with the readers widening on the host (as before the device widened)
+    run "i16-in-f16-out-hostwiden-r$round" /dev/shm/long-i16 "$CP" fused,avgpool3d "-Dvolpool.cuda.widenOnDevice=false" \
+      "--conf spark.volpool.output.dtype=float16"
     run "f32-in-f16-out-r$round" /dev/shm/long-none "$CP" fused,avgpool3d "" "--conf spark.volpool.output.dtype=float16"
   done
 fi

@@ -63,11 +63,11 @@ public final class CudaBackend implements Backend {
   private final boolean poison = Boolean.getBoolean("volpool.cuda.poison");
   /**
    * Whether batches of 8- and 16-bit volumes go to the device at their stored width and are widened
-   * there ({@code -Dvolpool.cuda.widenOnDevice=true}); off by default until the widen kernel's GPU
-   * tests (StoredInputTest, the job's dtype tests) have passed on a GPU: docs/gpu-testing.md. Off,
-   * the readers widen on the host, as before.
+   * there (the default since StoredInputTest and the job's dtype tests passed on the H200,
+   * docs/gpu-testing.md); {@code -Dvolpool.cuda.widenOnDevice=false} has the readers widen on the host,
+   * as before (a way back, and the baseline of the dtype benchmark).
    */
-  private final boolean widenOnDevice = Boolean.getBoolean("volpool.cuda.widenOnDevice");
+  private final boolean widenOnDevice = !"false".equals(System.getProperty("volpool.cuda.widenOnDevice"));
   private final Map<Integer, CudaDevice> devices = new HashMap<>();
   private final BufferPool<PinnedKey, PinnedBlock> pinned;
   private boolean closed;
