@@ -30,10 +30,14 @@ public final class EventLogReport {
    * What the log says of the application's volpool job.
    *
    * @param phaseSeconds each phase's seconds summed over tasks, by the summary's label
-   * @param executors per executor id: {tasks, task milliseconds, volumes read}
+   * @param executors per executor id: {tasks, task milliseconds, volumes read, milliseconds in GPU kernels (its
+   *     GPU's time: an executor runs on one)}
+   * @param peakBudgetBytes the most of the memory budget any task saw in use; -1 when the log does not say
+   * @param peakHeapBytes the largest heap in use any task sampled; -1 when the log does not say
    */
   public record Report(String app, String description, double wallSeconds, long volumesRead, long volumesWritten,
-      long bytesIn, long bytesOut, Map<String, Double> phaseSeconds, Map<String, long[]> executors) {}
+      long bytesIn, long bytesOut, Map<String, Double> phaseSeconds, Map<String, long[]> executors,
+      long peakBudgetBytes, long peakHeapBytes) {}
 
   private EventLogReport() {}
 
@@ -113,7 +117,9 @@ public final class EventLogReport {
                     phases.merge(p.label(), a.path("Value").asDouble(), Double::sum);
                   }
                 }
-                if (name.startsWith("volpool.")) {
+                if (name.startsWith("volpool.peak")) {
+                  counts.merge(name, a.path("Value").asLong(), Math::max);
+                } else if (name.startsWith("volpool.")) {
                   counts.merge(name, a.path("Value").asLong(), Long::sum);
                 }
               }
@@ -125,12 +131,15 @@ public final class EventLogReport {
               }
               JsonNode t = e.path("Task Info");
               long[] x = executors.computeIfAbsent(t.path("Executor ID").asText() + " on " + t.path("Host").asText(),
-                  k -> new long[3]);
+                  k -> new long[4]);
               x[0]++;
               x[1] += t.path("Finish Time").asLong() - t.path("Launch Time").asLong();
               for (JsonNode a : t.path("Accumulables")) {
-                if ("volpool.volumesRead".equals(a.path("Name").asText())) {
+                String name = a.path("Name").asText();
+                if ("volpool.volumesRead".equals(name)) {
                   x[2] += a.path("Update").asLong();
+                } else if (JobMetrics.phaseName(Phase.KERNELS).equals(name)) {
+                  x[3] += Math.round(a.path("Update").asDouble() * 1e3);
                 }
               }
             }
@@ -151,7 +160,8 @@ public final class EventLogReport {
     }
     return new Report(app, description, start >= 0 && end >= start ? (end - start) / 1e3 : -1,
         counts.getOrDefault("volpool.volumesRead", 0L), counts.getOrDefault("volpool.volumesWritten", 0L),
-        counts.getOrDefault("volpool.bytesIn", 0L), counts.getOrDefault("volpool.bytesOut", 0L), ordered, executors);
+        counts.getOrDefault("volpool.bytesIn", 0L), counts.getOrDefault("volpool.bytesOut", 0L), ordered, executors,
+        counts.getOrDefault("volpool.peakBudgetBytes", -1L), counts.getOrDefault("volpool.peakHeapBytes", -1L));
   }
 
   /** The report as the run's summary prints its figures. */
@@ -171,8 +181,11 @@ public final class EventLogReport {
         out.println(String.format("    %-16s %10.2f s  %5.1f%%", k, v, total > 0 ? 100 * v / total : 0));
       }
     });
+    out.println(String.format("  memory        peak budget %s, peak heap %s (the largest any task saw)",
+        r.peakBudgetBytes() < 0 ? "unknown" : String.format("%.1f MiB", r.peakBudgetBytes() / 1048576.0),
+        r.peakHeapBytes() < 0 ? "unknown" : String.format("%.1f MiB", r.peakHeapBytes() / 1048576.0)));
     out.println("  executors:");
-    r.executors().forEach((k, v) -> out.println(String.format("    %-24s %5d tasks, %8.2f task-s, %d volumes read", k, v[0],
-        v[1] / 1e3, v[2])));
+    r.executors().forEach((k, v) -> out.println(String.format("    %-24s %5d tasks, %8.2f task-s, %d volumes read, %.3f s"
+        + " in GPU kernels", k, v[0], v[1] / 1e3, v[2], v[3] / 1e3)));
   }
 }

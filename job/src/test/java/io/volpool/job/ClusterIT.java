@@ -315,6 +315,55 @@ class ClusterIT {
         VolumesAcrossRowsTest.readOutput(local, Map.of("big", o)).get("big"), "ranges on the cluster against one local task");
   }
 
+  /**
+   * A range task lost with its executor (SIGKILL once some of the volume's ranges have ended): Spark runs
+   * it again elsewhere, and the output equals one local task's bit for bit: no range missing or twice.
+   */
+  @Test
+  void aRangeTaskLostWithItsExecutorIsRunAgainAndTheOutputIsOneTasks(@TempDir Path tmp) throws Exception {
+    io.volpool.op.VolumeShape s = new io.volpool.op.VolumeShape(2, 8192, 64, 64); // 256 MiB in 21 rows
+    int[] cuts = new int[20];
+    for (int i = 0; i < cuts.length; i++) {
+      cuts[i] = 390 * (i + 1) + i % 3;
+    }
+    VolumesAcrossRowsTest.write(tmp.resolve("in/x.parquet"), VolumesAcrossRowsTest.cut("big", 13, s, cuts),
+        org.apache.parquet.hadoop.metadata.CompressionCodecName.UNCOMPRESSED);
+    Path local = tmp.resolve("local");
+    SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output", local.toString(),
+        "pipeline", "avgpool3d", "device", "cpu"));
+    assertThat(r.code()).as(r.err()).isZero();
+    Path out = tmp.resolve("cluster-out");
+    Path events = Files.createDirectories(tmp.resolve("events"));
+    Path log = tmp.resolve("submit.log");
+    List<String> cmd = submitCommand(dir, port, "spark.volpool.input=" + tmp.resolve("in"), "spark.volpool.output=" + out,
+        "spark.volpool.pipeline=avgpool3d", "spark.volpool.device=cpu", "spark.volpool.output.sharedFilesystem=true",
+        "spark.sql.files.maxPartitionBytes=1m", "spark.sql.files.openCostInBytes=0", "spark.eventLog.enabled=true",
+        "spark.eventLog.compress=false", "spark.eventLog.dir=" + events.toUri(), "spark.executor.heartbeatInterval=1s",
+        "spark.scheduler.minRegisteredResourcesRatio=1.0", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
+        "spark.locality.wait=0");
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    long killed = -1;
+    long deadline = System.nanoTime() + 240_000_000_000L;
+    while (p.isAlive() && killed < 0 && System.nanoTime() < deadline) {
+      // a few ranges have committed into the staging folder and more are running
+      List<Long> ex = executors(dir);
+      if (CrashTest.committedTasks(out) >= 3 && !ex.isEmpty()) {
+        killed = ex.get(0);
+        new ProcessBuilder("kill", "-9", String.valueOf(killed)).start().waitFor();
+      }
+      Thread.sleep(50);
+    }
+    assertThat(killed).as("an executor was killed while ranges ran: " + Files.readString(log)).isPositive();
+    assertThat(p.waitFor(300, TimeUnit.SECONDS)).isTrue();
+    String text = Files.readString(log);
+    assertThat(p.exitValue()).as(text).isZero();
+    assertThat(text).contains("ranges of output planes in separate tasks");
+    assertThat(eventLog(events)).as("the executor was lost while ranges ran").contains("ExecutorLostFailure");
+    io.volpool.op.VolumeShape o = new io.volpool.op.VolumeShape(2, 4096, 32, 32);
+    VolumesAcrossRowsTest.assertBitIdentical(VolumesAcrossRowsTest.readOutput(out, Map.of("big", o)).get("big"),
+        VolumesAcrossRowsTest.readOutput(local, Map.of("big", o)).get("big"), "ranges with one lost executor");
+  }
+
   @Test
   void aGpuRequestOnWorkersWithoutGpusFailsAtOnceAsASettingsError(@TempDir Path tmp) throws Exception {
     Path out = tmp.resolve("gpu-out");

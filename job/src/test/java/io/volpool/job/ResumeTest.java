@@ -79,6 +79,7 @@ class ResumeTest {
     assertThat(s.get("volumes_in").asLong()).as("read now: only what the killed run had not committed")
         .isLessThanOrEqualTo(2048L * (tasks - committed) / tasks + 128);
     assertThat(CrashTest.parquetChecksum(out)).as("the resumed output, volume for volume").isEqualTo(want);
+    assertThat(SparkTests.spark().read().parquet(out.toString()).count()).as("each volume once").isEqualTo(2048);
     assertThat(CrashTest.leftovers(out.getParent())).as("nothing of either run beside the output").isEmpty();
     assertThat(out.resolve("_volpool_manifest.json")).as("the output's manifest").exists();
 

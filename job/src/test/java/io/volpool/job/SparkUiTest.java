@@ -185,11 +185,16 @@ class SparkUiTest {
     }
     assertThat(r.executors()).hasSize(1);
     assertThat(r.executors().values().iterator().next()[2]).as("volumes read by the executor").isEqualTo(2);
+    assertThat(r.executors().values().iterator().next()[3] / 1e3).as("the executor's GPU kernel seconds")
+        .isCloseTo(summary.get("phase_seconds_summed_over_tasks").get(Phase.KERNELS.label()).asDouble(),
+            org.assertj.core.data.Offset.offset(2e-3));
+    assertThat(r.peakBudgetBytes()).as("peak budget").isEqualTo(summary.get("peak_budget_bytes").asLong()).isPositive();
+    assertThat(r.peakHeapBytes()).as("peak heap").isEqualTo(summary.get("peak_heap_bytes").asLong());
     assertThat(r.wallSeconds()).isPositive();
     java.io.ByteArrayOutputStream text = new java.io.ByteArrayOutputStream();
     EventLogReport.print(r, new java.io.PrintStream(text, true, java.nio.charset.StandardCharsets.UTF_8));
     assertThat(text.toString(java.nio.charset.StandardCharsets.UTF_8)).contains("volumes       2 read, 2 written")
-        .contains("kernels");
+        .contains("kernels").contains("peak budget").contains("in GPU kernels");
   }
 
   /**
