@@ -7,22 +7,15 @@ torch.compile may fuse them. Shapes as GpuBench: avgpool3d and maxpool3d k3 s2 p
 device-to-device copy bandwidth, as GpuBench computes it.
     python3 torch_dtype_anchors.py [--compile-dtypes int16,float16] [--json FILE]
 """
-import argparse, json
+import argparse, functools, json
 
 import torch
 import torch.nn.functional as F
 
+import torch_anchors  # beside this file: the copy of ../shared/bench/torch_anchors.py
 
-def bench(fn, iters=20, warm=3):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); b.synchronize()
-        ts.append(a.elapsed_time(b))
-    return sorted(ts)[len(ts) // 2]
+# the anchors' CUDA-event median, with this script's own (shorter) counts: each case here moves GBs
+bench = functools.partial(torch_anchors.bench, iters=20, warm=3)
 
 
 def main():
@@ -35,7 +28,7 @@ def main():
     r = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0)}
     big = torch.empty(1 << 29, device="cuda").uniform_()
     dst = torch.empty_like(big)
-    bw = 2 * big.numel() * 4 / (bench(lambda: dst.copy_(big), 20) * 1e-3)
+    bw = 2 * big.numel() * 4 / (bench(lambda: dst.copy_(big)) * 1e-3)
     r["d2d_copy_GBps"] = bw / 1e9
     del big, dst
     shape = [int(v) for v in a.shape.split(",")]
