@@ -3,6 +3,7 @@ package io.volpool.io;
 import java.io.IOException;
 import java.nio.file.Paths;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
@@ -64,5 +65,39 @@ public final class Files2 {
       };
     }
     return HadoopInputFile.fromPath(p, conf);
+  }
+
+  /** {@code name} in folder {@code dir}, for any legal name: {@code new Path(dir, name)} parses a name holding {@code :} as a URI and fails. */
+  public static Path child(Path dir, String name) {
+    return new Path(dir.toString() + "/" + name);
+  }
+
+  /** What a {@link #merge} does with a file its destination holds already. */
+  @FunctionalInterface
+  public interface Clash {
+    /** Throws to stop the merge (what was moved before stays moved); returns to have {@code existing} replaced. */
+    void check(Path existing) throws IOException;
+  }
+
+  /**
+   * Moves {@code from} into folder {@code dir} under its own name: a file, or a folder {@code dir} lacks, by one
+   * rename; a folder {@code dir} has, merged into it entry by entry. A file {@code dir} holds already goes to
+   * {@code clash} first. How the job commit gathers its committed tasks' files and an append adds its run's.
+   */
+  public static void merge(FileSystem fs, FileStatus from, Path dir, Clash clash) throws IOException {
+    Path target = child(dir, from.getPath().getName());
+    if (from.isFile() && fs.exists(target)) {
+      clash.check(target);
+      fs.delete(target, false);
+    }
+    if (from.isFile() || !fs.exists(target)) {
+      if (!fs.rename(from.getPath(), target)) {
+        throw new IOException("could not move " + from.getPath() + " to " + target);
+      }
+    } else {
+      for (FileStatus c : fs.listStatus(from.getPath())) {
+        merge(fs, c, target, clash);
+      }
+    }
   }
 }

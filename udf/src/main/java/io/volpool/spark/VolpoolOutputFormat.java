@@ -382,41 +382,18 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
           // own commit filters them the same way, by name)
           if (task.isDirectory() && !task.getPath().getName().equals(PENDING_DIR_NAME)) {
             for (org.apache.hadoop.fs.FileStatus f : fs.listStatus(task.getPath())) {
-              merge(fs, f, output);
+              // two committed tasks wrote one name: part files never collide, .npy files named by id do
+              io.volpool.io.Files2.merge(fs, f, output, existing -> {
+                throw new io.volpool.io.BadRecordException("output file " + existing.getName(), "two tasks wrote it:"
+                    + " each id names one .npy file (an id and the same id with .npy name the same one), so ids must be"
+                    + " unique; give each volume its own id or write Parquet output");
+              });
             }
           }
         }
       }
       cleanupJob(context);
       fs.create(new Path(output, SUCCEEDED_FILE_NAME), true).close();
-    }
-
-    private static Path child(Path dir, String name) {
-      return new Path(dir.toString() + "/" + name);
-    }
-
-    private static void merge(org.apache.hadoop.fs.FileSystem fs, org.apache.hadoop.fs.FileStatus from, Path toDir)
-        throws IOException {
-      Path target = child(toDir, from.getPath().getName());
-      if (from.isFile()) {
-        if (fs.exists(target)) {
-          // two committed tasks wrote one name: part files never collide, .npy files named by id do
-          throw new io.volpool.io.BadRecordException("output file " + target.getName(), "two tasks wrote it: each id"
-              + " names one .npy file (an id and the same id with .npy name the same one), so ids must be unique; give"
-              + " each volume its own id or write Parquet output");
-        }
-        if (!fs.rename(from.getPath(), target)) {
-          throw new IOException("could not move " + from.getPath() + " to " + target);
-        }
-      } else if (!fs.exists(target)) {
-        if (!fs.rename(from.getPath(), target)) {
-          throw new IOException("could not move " + from.getPath() + " to " + target);
-        }
-      } else {
-        for (org.apache.hadoop.fs.FileStatus c : fs.listStatus(from.getPath())) {
-          merge(fs, c, target);
-        }
-      }
     }
 
     @Override

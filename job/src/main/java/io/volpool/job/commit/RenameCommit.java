@@ -1,5 +1,6 @@
 package io.volpool.job.commit;
 
+import io.volpool.io.Files2;
 import java.io.IOException;
 import java.util.Optional;
 import org.apache.hadoop.conf.Configuration;
@@ -211,7 +212,7 @@ final class RenameCommit extends OutputCommit {
   /** The first file below {@code from} (relative) that folder {@code dir} holds too, but for the run's summary and manifest; null if none. */
   private String clash(Path from, Path dir) throws IOException {
     for (FileStatus st : fs.listStatus(from)) {
-      Path target = new Path(dir, st.getPath().getName());
+      Path target = Files2.child(dir, st.getPath().getName());
       if (!fs.exists(target)) {
         continue;
       }
@@ -220,11 +221,8 @@ final class RenameCommit extends OutputCommit {
         if (c != null) {
           return st.getPath().getName() + "/" + c;
         }
-      } else {
-        String n = target.getName();
-        if (!n.equals(RunManifest.FILE) && !n.equals("_volpool_summary.json") && !n.equals("_SUCCESS")) {
-          return n;
-        }
+      } else if (!replaceable(target.getName())) {
+        return target.getName();
       }
     }
     return null;
@@ -232,28 +230,17 @@ final class RenameCommit extends OutputCommit {
 
   /** Moves {@code from} into folder {@code dir}: a file by a rename (the run's summary and manifest replace the old ones), a folder merged. */
   private void moveInto(FileStatus from, Path dir) throws IOException {
-    Path target = new Path(dir, from.getPath().getName());
-    if (from.isFile()) {
-      if (fs.exists(target)) {
-        String n = target.getName();
-        if (!n.equals(RunManifest.FILE) && !n.equals("_volpool_summary.json") && !n.equals("_SUCCESS")) {
-          throw new IOException("the output holds " + target + " already, which this appending run also wrote; nothing"
-              + " of it was replaced (the run's files stay in " + staging + ")");
-        }
-        fs.delete(target, false);
+    Files2.merge(fs, from, dir, existing -> {
+      if (!replaceable(existing.getName())) {
+        throw new IOException("the output holds " + existing + " already, which this appending run also wrote; nothing"
+            + " of it was replaced (the run's files stay in " + staging + ")");
       }
-      if (!fs.rename(from.getPath(), target)) {
-        throw new IOException("could not move " + from.getPath() + " to " + target);
-      }
-    } else if (!fs.exists(target)) {
-      if (!fs.rename(from.getPath(), target)) {
-        throw new IOException("could not move " + from.getPath() + " to " + target);
-      }
-    } else {
-      for (FileStatus c : fs.listStatus(from.getPath())) {
-        moveInto(c, target);
-      }
-    }
+    });
+  }
+
+  /** Whether an appending run's file of this name replaces the output's: its summary, manifest and success marker. */
+  private static boolean replaceable(String name) {
+    return name.equals(RunManifest.FILE) || name.equals("_volpool_summary.json") || name.equals("_SUCCESS");
   }
 
   /**
