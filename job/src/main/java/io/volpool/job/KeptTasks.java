@@ -72,7 +72,7 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
       } else {
         TaskPlan t = plan.tasks().get(i);
         try {
-          FileSystem fs = e.getValue().getFileSystem(conf);
+          FileSystem fs = io.volpool.io.Files2.fs(e.getValue(), conf);
           if (fs.getFileStatus(e.getValue()).isDirectory()) {
             c = countFolder(e.getValue(), t, npyOut, rowsOut, planeRows, fingerprint, conf);
           } else {
@@ -118,7 +118,7 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
    */
   private static CommittedOutput.TaskCounts countFolder(Path dir, TaskPlan t, boolean npyOut, boolean rowsOut,
       boolean planeRows, String fingerprint, Configuration conf) throws IOException {
-    FileSystem fs = dir.getFileSystem(conf);
+    FileSystem fs = io.volpool.io.Files2.fs(dir, conf);
     if (!npyOut) {
       org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it = fs.listFiles(dir, true);
       while (it.hasNext()) {

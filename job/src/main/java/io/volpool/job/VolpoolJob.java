@@ -492,8 +492,8 @@ public final class VolpoolJob {
     java.util.function.Predicate<org.apache.hadoop.fs.FileStatus> take = f -> true;
     if (s.mode() == OutputMode.APPEND) {
       Path outPath = new Path(s.output());
-      append = io.volpool.job.commit.Appending.check(outPath.getFileSystem(conf), outPath.getFileSystem(conf)
-          .makeQualified(outPath), manifest);
+      FileSystem outFs = io.volpool.io.Files2.fs(outPath, conf);
+      append = io.volpool.job.commit.Appending.check(outFs, outFs.makeQualified(outPath), manifest);
       if (append.nothingNew()) {
         // nothing to read: no footer is opened, no task runs (a daily schedule's quiet day)
         return new Planned(conf, local, pipeline, new InputPlanner.Plan(List.of(), 0, 0, 0, skipped, null), layout,

@@ -99,6 +99,53 @@ class AppendTest {
     assertThat(settings.err()).contains("was made with other settings").contains("padding=1").contains("padding=0");
   }
 
+  /**
+   * An append's .npy files (named by id: one flat folder) join the output's, names holding {@code :} too; a name the
+   * output holds already is refused before anything moves, naming it, and the output stays as it was.
+   */
+  @Test
+  void anAppendAddsNpyFilesToTheOutputAndRefusesANameItHolds(@TempDir Path tmp) throws Exception {
+    Path day = tmp.resolve("in/day=1");
+    Path out = tmp.resolve("out");
+    Map<String, String> conf = HardeningTest.identity(tmp.resolve("in"), out, "output.format", "npy", "output.mode",
+        "append");
+    acrossRows(tmp, day, "a", "scan:1", "scan:2");
+    SparkTests.Result a = run(conf);
+    assertThat(a.code()).as(a.err()).isZero();
+    assertThat(npy(out)).containsExactly("scan:1.npy", "scan:2.npy");
+
+    acrossRows(tmp, day, "b", "scan:3");
+    SparkTests.Result b = run(conf);
+    assertThat(b.code()).as(b.err()).isZero();
+    assertThat(npy(out)).containsExactly("scan:1.npy", "scan:2.npy", "scan:3.npy");
+
+    byte[] kept = Files.readAllBytes(out.resolve("scan:1.npy"));
+    acrossRows(tmp, day, "c", "scan:1");
+    SparkTests.Result c = run(conf);
+    assertThat(c.code()).as(c.out() + c.err()).isNotZero();
+    assertThat(c.err()).contains("holds scan:1.npy already, which this appending run also wrote");
+    assertThat(npy(out)).containsExactly("scan:1.npy", "scan:2.npy", "scan:3.npy");
+    assertThat(Files.readAllBytes(out.resolve("scan:1.npy"))).as("the old file, not the run's").isEqualTo(kept);
+  }
+
+  static java.util.List<String> npy(Path dir) throws Exception {
+    return HardeningTest.names(dir).stream().filter(n -> n.endsWith(".npy")).toList();
+  }
+
+  /** Volumes of these ids (HardeningTest's), stored across rows, as new Parquet files {@code name-*} in {@code dir}. */
+  static void acrossRows(Path tmp, Path dir, String name, String... ids) throws Exception {
+    HardeningTest.volumes(ids).coalesce(1).write().parquet(tmp.resolve("flat-" + name).toString());
+    SparkTests.Result r = SparkTests.run(HardeningTest.identity(tmp.resolve("flat-" + name), tmp.resolve("rows-" + name),
+        "output.layout", "rows"));
+    assertThat(r.code()).as(r.err()).isZero();
+    Files.createDirectories(dir);
+    try (var s = Files.list(tmp.resolve("rows-" + name))) {
+      for (Path p : s.filter(p -> p.getFileName().toString().endsWith(".parquet")).toList()) {
+        Files.copy(p, dir.resolve(name + "-" + p.getFileName()));
+      }
+    }
+  }
+
   static long manifestModified(JsonNode manifest, String path) {
     for (JsonNode f : manifest.get("files")) {
       if (f.get("path").asText().equals(path)) {

@@ -182,7 +182,7 @@ final class CommitLock {
    */
   private boolean createExclusive() throws IOException {
     byte[] text = text();
-    if ("file".equals(fs.getScheme())) {
+    if ("file".equals(fs.getUri().getScheme())) { // getUri: the raw local filesystem has no getScheme()
       // the record is written beside, then linked into place (atomic and exclusive): a full disk leaves no empty lock
       java.nio.file.Path target = io.volpool.io.Files2.local(fs.makeQualified(lock));
       java.nio.file.Path tmp = target.resolveSibling(target.getFileName() + "." + id + ".tmp");

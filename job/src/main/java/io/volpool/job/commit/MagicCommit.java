@@ -338,7 +338,7 @@ final class MagicCommit extends OutputCommit {
 
   /** Whether {@code fs} is an object store that volpool commits to with {@link MagicCommit}. */
   public static boolean applies(FileSystem fs) {
-    return "s3a".equals(fs.getScheme());
+    return "s3a".equals(fs.getUri().getScheme()); // getUri: the raw local filesystem has no getScheme()
   }
 
   private static String scheme(Path p, Configuration conf) {

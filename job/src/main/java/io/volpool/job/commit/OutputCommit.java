@@ -85,7 +85,8 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
     boolean overwrite = mode == io.volpool.conf.OutputMode.OVERWRITE;
     boolean resume = mode == io.volpool.conf.OutputMode.RESUME;
     Path out = new Path(output);
-    FileSystem fs = out.getFileSystem(conf);
+    // local files through the raw filesystem: the checksum layer fails on names holding ':' (.npy files named by id)
+    FileSystem fs = io.volpool.io.Files2.fs(out, conf);
     out = fs.makeQualified(out);
     boolean magic = MagicCommit.applies(fs);
     if (out.getParent() != null && fs.exists(out.getParent())) {
