@@ -381,8 +381,7 @@ public final class VolpoolJob {
 
   /** The path of input file {@code f} relative to the input folder {@code base} (its name when the input is one file). */
   private static String relative(String base, org.apache.hadoop.fs.FileStatus f) {
-    String path = f.getPath().toUri().getPath();
-    return path.startsWith(base + "/") ? path.substring(base.length() + 1) : f.getPath().getName();
+    return InputPlanner.relative(base, f.getPath().toUri().getPath());
   }
 
   /** {@code p} with the input planned again with {@code pl} (a resumed run's, as the earlier run planned it). */

@@ -146,7 +146,7 @@ public final class InputPlanner {
     return io.volpool.io.Files2.local(fs.makeQualified(p)).toRealPath();
   }
 
-  static String relative(String base, String path) {
+  public static String relative(String base, String path) {
     String b = base.endsWith("/") ? base : base + "/";
     return path.startsWith(b) ? path.substring(b.length()) : new Path(path).getName();
   }
