@@ -164,11 +164,13 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
           continue; // a live run's: not this run's to take
         }
         RunManifest m;
-        try (java.io.InputStream in = fs.open(st.getPath())) {
-          m = RunManifest.parse(new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8), st.getPath()
-              .toString());
+        try {
+          m = RunManifest.read(fs, out.getParent(), n);
         } catch (IOException e) {
           continue; // unreadable: the dead run's cleanup removes it
+        }
+        if (m == null) {
+          continue; // it finished or was removed while we looked
         }
         if (m.fingerprint().equals(manifest.fingerprint())) {
           if (st.getModificationTime() > bestTime) {
