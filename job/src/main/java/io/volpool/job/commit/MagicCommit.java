@@ -92,8 +92,8 @@ final class MagicCommit extends OutputCommit {
     return out;
   }
 
-  /** The uploads a record names: {destination key, upload id}. */
-  private List<String[]> uploads(Path record) throws IOException {
+  /** The {@code [destinationKey, uploadId]} of each upload a {@code .pending} or {@code .pendingset} record names. */
+  private static List<String[]> uploads(FileSystem fs, Path record) throws IOException {
     List<String[]> out = new ArrayList<>();
     JsonNode j;
     try (InputStream in = fs.open(record)) {
@@ -111,13 +111,13 @@ final class MagicCommit extends OutputCommit {
   private void abortUncommitted() throws IOException {
     java.util.Set<String> committed = new java.util.HashSet<>();
     for (Path set : records(".pendingset")) {
-      for (String[] u : uploads(set)) {
+      for (String[] u : uploads(fs, set)) {
         committed.add(u[1]);
       }
     }
     int aborted = 0;
     for (Path pending : records(".pending")) {
-      for (String[] u : uploads(pending)) {
+      for (String[] u : uploads(fs, pending)) {
         if (!committed.contains(u[1]) && S3aUploads.abort(fs, u[0], u[1])) {
           aborted++;
         }
@@ -147,7 +147,7 @@ final class MagicCommit extends OutputCommit {
   }
 
   private void dropRecord(Path set) throws IOException {
-    for (String[] u : uploads(set)) {
+    for (String[] u : uploads(fs, set)) {
       S3aUploads.abort(fs, u[0], u[1]);
     }
     fs.delete(set, false);
@@ -443,7 +443,6 @@ final class MagicCommit extends OutputCommit {
     Path dir = magicDir(out, id);
     List<String[]> uploads = new ArrayList<>();
     if (fs.exists(dir)) {
-      ObjectMapper json = new ObjectMapper();
       RemoteIterator<LocatedFileStatus> it = fs.listFiles(dir, true);
       while (it.hasNext()) {
         Path p = it.next().getPath();
@@ -451,17 +450,10 @@ final class MagicCommit extends OutputCommit {
         if (!n.endsWith(".pending") && !n.endsWith(".pendingset")) {
           continue;
         }
-        JsonNode j;
-        try (InputStream in = fs.open(p)) {
-          j = json.readTree(in);
+        try {
+          uploads.addAll(uploads(fs, p));
         } catch (IOException e) {
           LOG.warn("volpool: cannot read the upload record {} of run {}: {}", p, id, e.toString());
-          continue;
-        }
-        for (JsonNode c : n.endsWith(".pendingset") ? j.path("commits") : List.of(j)) {
-          if (c.hasNonNull("destinationKey") && c.hasNonNull("uploadId")) {
-            uploads.add(new String[] {c.get("destinationKey").asText(), c.get("uploadId").asText()});
-          }
         }
       }
     }
