@@ -181,10 +181,12 @@ class HdfsIT {
     for (FileStatus s : fs.listStatus(hdfs(parentRel))) {
       if (s.getPath().getName().startsWith("." + name + ".volpool-staging-") && s.isDirectory()) {
         org.apache.hadoop.fs.Path attempts = new org.apache.hadoop.fs.Path(s.getPath(), "_temporary/0");
-        if (fs.exists(attempts)) {
+        try {
           for (FileStatus t : fs.listStatus(attempts)) {
             n += t.getPath().getName().startsWith("task_") ? 1 : 0;
           }
+        } catch (java.io.FileNotFoundException e) {
+          // not made yet, or the run committed and removed it while this looked
         }
       }
     }

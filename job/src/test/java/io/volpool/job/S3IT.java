@@ -262,9 +262,26 @@ class S3IT {
     if (!Files.isDirectory(dir)) {
       return 0;
     }
-    try (Stream<Path> s = Files.walk(dir)) {
-      return s.filter(p -> p.getFileName().toString().endsWith(".pendingset")).count();
-    }
+    // the running job deletes its task attempts' folders while this walks them: a folder gone mid-walk is skipped
+    long[] n = {0};
+    Files.walkFileTree(dir, new java.nio.file.SimpleFileVisitor<>() {
+      @Override
+      public java.nio.file.FileVisitResult visitFile(Path p, java.nio.file.attribute.BasicFileAttributes a) {
+        if (p.getFileName().toString().endsWith(".pendingset")) {
+          n[0]++;
+        }
+        return java.nio.file.FileVisitResult.CONTINUE;
+      }
+
+      @Override
+      public java.nio.file.FileVisitResult visitFileFailed(Path p, java.io.IOException e) throws java.io.IOException {
+        if (e instanceof java.nio.file.NoSuchFileException) {
+          return java.nio.file.FileVisitResult.CONTINUE;
+        }
+        throw e;
+      }
+    });
+    return n[0];
   }
 
   @Test
