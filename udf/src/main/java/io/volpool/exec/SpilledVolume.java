@@ -19,7 +19,7 @@ import java.util.List;
 /**
  * A volume stored in one row (or one .npy file) that is larger than the memory budget lets one
  * batch hold, run alone in slabs along D. A volume stored plainly (an uncompressed PLAIN Parquet
- * value, a C-order {@code <f4} .npy) is read by position, slab by slab; any other is first streamed
+ * value, a C-order .npy of any dtype) is read by position, slab by slab; any other is first streamed
  * into the task's mapped "in" scratch file (readers write straight into it, and the page cache, not
  * the heap, holds it). The output planes go into the task's mapped "out" scratch file, which the
  * writer reads as the volume's output. Heap use is one slab's windows; the scratch files are the
@@ -41,8 +41,9 @@ final class SpilledVolume {
     VolumeShape outShape = pipeline.outputShape(inShape);
     if (gap + outShape.bytes() > Integer.MAX_VALUE - 8) {
       throw new IllegalArgumentException("the output " + outShape + " of this volume is more than one Parquet value or one"
-          + " output buffer holds (2 GiB); write it across rows with " + io.volpool.conf.VolpoolOptions.OUTPUT_LAYOUT.key()
-          + "=rows (Parquet output), which streams it out row by row as its slabs finish");
+          + " output buffer holds (2 GiB); write it across rows with " + io.volpool.conf.VolpoolOptions.OUTPUT_FORMAT.key()
+          + "=parquet and " + io.volpool.conf.VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows, which streams it out row by row"
+          + " as its slabs finish (and spreads a C-order .npy volume larger than a task over several tasks)");
     }
     Dtype dtype = pipeline.output();
     long outBytes = pipeline.outputBytes(outShape);

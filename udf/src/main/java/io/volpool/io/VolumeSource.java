@@ -62,8 +62,9 @@ public interface VolumeSource {
   }
 
   /**
-   * The volume's planes read by position where it lies in its file, when it is stored plainly
-   * (uncompressed little-endian float32 in C order); else null. Used instead of {@link #copyTo}
+   * The volume's planes read by position where it lies in its file, when it is stored plainly (an
+   * uncompressed little-endian float32 Parquet value; a C-order .npy of any dtype, widened as it is
+   * read); else null. Used instead of {@link #copyTo}
    * (once), to run a volume in slabs without copying it whole; close it before the next volume.
    */
   default io.volpool.backend.PlaneSource positionedPlanes() {

@@ -241,4 +241,105 @@ class PositionedPlanesTest {
     assertThat(read).as("%s slabs of %d: every plane the slabs use is read once, none twice", what, planes)
         .isLessThanOrEqualTo(s.d() - first);
   }
+
+  /** Writes a C-order .npy of {@code descr} holding {@code data} (in the file's byte order). */
+  static void writeNpy(Path p, String descr, long[] shape, byte[] data) throws java.io.IOException {
+    StringBuilder dims = new StringBuilder();
+    for (long d : shape) {
+      dims.append(d).append(", ");
+    }
+    String dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+    int pad = (64 - (10 + dict.length() + 1) % 64) % 64;
+    String header = dict + " ".repeat(pad) + "\n";
+    ByteBuffer b = ByteBuffer.allocate(10 + header.length()).order(ByteOrder.LITTLE_ENDIAN);
+    b.put((byte) 0x93).put("NUMPY".getBytes(java.nio.charset.StandardCharsets.US_ASCII)).put((byte) 1).put((byte) 0);
+    b.putShort((short) header.length()).put(header.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+    try (var out = Files.newOutputStream(p)) {
+      out.write(b.array());
+      out.write(data);
+    }
+  }
+
+  /**
+   * Narrow, big-endian and rescaled values read by position are widened exactly as the value at their
+   * index says, into float windows (the CPU) and direct byte windows (the GPU's pinned memory), over
+   * plane ranges of more than one read chunk (1 MiB), with the stride and offset a slab asks for; the
+   * stored bytes read are counted at their width.
+   */
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(strings = {"<i2", "|u1", ">f4", "<f4", ">i2", "<u2"})
+  void narrowTypesAreWidenedAndRescaledWhereTheyLie(String descr, @TempDir Path tmp) throws Exception {
+    VolumeShape s = new VolumeShape(2, 12, 256, 320);
+    io.volpool.format.ValueType type = io.volpool.format.ValueType.parse(descr);
+    int size = type.itemSize();
+    ByteBuffer raw = ByteBuffer.allocate((int) s.numel() * size).order(type.order());
+    java.util.Random r = new java.util.Random(descr.hashCode());
+    double[] want = new double[(int) s.numel()];
+    for (int i = 0; i < want.length; i++) {
+      switch (descr.substring(1)) {
+        case "i2" -> {
+          short v = (short) r.nextInt();
+          raw.putShort(v);
+          want[i] = v;
+        }
+        case "u2" -> {
+          int v = r.nextInt(65536);
+          raw.putShort((short) v);
+          want[i] = v;
+        }
+        case "u1" -> {
+          int v = r.nextInt(256);
+          raw.put((byte) v);
+          want[i] = v;
+        }
+        default -> {
+          float v = (float) r.nextGaussian();
+          raw.putFloat(v);
+          want[i] = v;
+        }
+      }
+    }
+    Path f = tmp.resolve("v.npy");
+    writeNpy(f, descr, new long[] {2, 12, 256, 320}, raw.array());
+    io.volpool.format.Rescale rescale = descr.equals(">f4") ? io.volpool.format.Rescale.IDENTITY
+        : new io.volpool.format.Rescale(0.25f, -7f);
+    int hw = s.h() * s.w();
+    int d0 = 1;
+    int d1 = 11; // 10 planes: 1.6 MiB of int16, 3.1 MiB of float32 per channel
+    int stride = (d1 - d0) * hw + 5;
+    float[] viaFloats = new float[2 * stride];
+    ByteBuffer direct = ByteBuffer.allocateDirect(2 * stride * 4).order(ByteOrder.LITTLE_ENDIAN);
+    long[] counted = new long[2];
+    for (int k = 0; k < 2; k++) {
+      NpyVolumeInput in = new NpyVolumeInput(List.of(new NpyFileRef(f.toUri().toString(), "v.npy", Files.size(f))),
+          rescale, new Configuration(), 1 << 16, new PhaseTimes());
+      try (PlaneSource p = in.next(PageGate.UNLIMITED).positionedPlanes()) {
+        assertThat(p).as("a C-order " + descr + " .npy is read by position").isNotNull();
+        assertThat(p.concurrentChannels()).as("only plain float32 is read by several threads").isEqualTo(
+            type.isFloat32() && rescale.isIdentity());
+        if (k == 0) {
+          p.read(d0, d1, FloatBuffer.wrap(viaFloats), 2, stride);
+        } else {
+          p.read(d0, d1, direct, 2, stride);
+        }
+        counted[k] = ((PositionedPlanes) p).storedBytesRead();
+      }
+      in.close();
+    }
+    float[] viaBytes = new float[2 * stride];
+    direct.asFloatBuffer().get(viaBytes);
+    for (int c = 0; c < 2; c++) {
+      for (int i = 0; i < (d1 - d0) * hw; i++) {
+        float expect = rescale.isIdentity() ? (float) want[(int) (c * s.plane() + (long) d0 * hw + i)]
+            : (float) want[(int) (c * s.plane() + (long) d0 * hw + i)] * 0.25f - 7f;
+        int at = c * stride + 2 + i;
+        if (Float.floatToRawIntBits(viaFloats[at]) != Float.floatToRawIntBits(expect)
+            || Float.floatToRawIntBits(viaBytes[at]) != Float.floatToRawIntBits(expect)) {
+          throw new AssertionError(descr + " channel " + c + " element " + i + ": float window " + viaFloats[at]
+              + ", byte window " + viaBytes[at] + ", want " + expect);
+        }
+      }
+    }
+    assertThat(counted).as("stored bytes read").containsExactly(2L * (d1 - d0) * hw * size, 2L * (d1 - d0) * hw * size);
+  }
 }

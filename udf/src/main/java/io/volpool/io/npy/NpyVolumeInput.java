@@ -153,10 +153,12 @@ public final class NpyVolumeInput implements VolumeInput {
 
     @Override
     public io.volpool.backend.PlaneSource positionedPlanes() {
-      if (file.whole != null || !file.header.isPlainF32() || !rescale.isIdentity()) {
+      if (file.whole != null || (file.header.fortranOrder() && !file.header.isPlainF32())) {
         return null;
       }
-      return new PositionedPlanes(file.src, file.header.dataOffset() + index * file.shape.bytes(), file.shape, record());
+      // any C-order dtype: read where it lies, narrow types widened (and rescaled) as their planes are read
+      return new PositionedPlanes(file.src, file.header.dataOffset() + index * storedBytes(), file.shape, record(),
+          file.header.type(), rescale);
     }
 
     @Override
