@@ -5,10 +5,10 @@ import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.PlaneSource;
 import io.volpool.backend.SlabRun;
 import io.volpool.io.BadRecordException;
-import io.volpool.io.parquet.ParquetBatchWriter;
-import io.volpool.io.parquet.PlaneRowsInput;
-import io.volpool.io.PlaneVolume;
+import io.volpool.io.SlabbedInput;
+import io.volpool.io.SlabbedVolume;
 import io.volpool.io.VolumeSource;
+import io.volpool.io.parquet.ParquetBatchWriter;
 import io.volpool.memory.MemoryBudget;
 import io.volpool.op.SlabPlan;
 import io.volpool.op.VolumeShape;
@@ -17,13 +17,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The engine of a task whose volumes are stored across rows: each volume runs through the
- * pipeline in slabs along D (sized from the memory budget), reading its rows in plane order, and
- * its output is cut into rows of at most {@code spark.volpool.output.rowBytes}, each a
- * {@link BatchRunner.Finished} of one row with its plane range. Memory holds one input row, one
- * slab's windows and one output row, never the volume. Not thread-safe: one task thread drives it.
+ * The engine of a task whose volumes the driver planned to run in slabs (volumes stored across rows,
+ * and ranges of the output planes of a volume spread over several tasks, from rows or a C-order
+ * .npy): each volume runs through the pipeline in slabs along D (sized from the memory budget),
+ * reading its planes forward, and its output is cut into rows of at most
+ * {@code spark.volpool.output.rowBytes}, each a {@link BatchRunner.Finished} of one row with its
+ * plane range. Memory holds what the input holds (one input row read, one ahead), one slab's
+ * windows and one output row, never the volume. Not thread-safe: one task thread drives it.
  */
-public final class SlabVolumes implements TaskRun {
+public final class SlabVolumes<E extends SlabbedVolume> implements TaskRun {
   private Runnable onRead = () -> {};
 
   @Override
@@ -33,8 +35,8 @@ public final class SlabVolumes implements TaskRun {
 
   private static final Logger LOG = LoggerFactory.getLogger(SlabVolumes.class);
 
-  private final List<PlaneVolume> volumes;
-  private final PlaneRowsInput input;
+  private final List<E> volumes;
+  private final SlabbedInput<E> input;
   private final Backend backend;
   private final int device;
   private final EngineSpec spec;
@@ -51,7 +53,7 @@ public final class SlabVolumes implements TaskRun {
   private long slabs;
   private long done;
 
-  public SlabVolumes(List<PlaneVolume> volumes, PlaneRowsInput input, Backend backend, int device, EngineSpec spec,
+  public SlabVolumes(List<E> volumes, SlabbedInput<E> input, Backend backend, int device, EngineSpec spec,
       MemoryBudget budget, TaskState state, String task) {
     this.volumes = volumes;
     this.input = input;
@@ -84,8 +86,8 @@ public final class SlabVolumes implements TaskRun {
       }
       if (!run.step()) {
         closeVolume();
+        input.finish(src); // what no output read but the count must see, before the volume's count is made exact
         volumeDone();
-        PlaneRowsInput.finish(src);
         closeSource();
         done++;
       } else {
@@ -99,34 +101,31 @@ public final class SlabVolumes implements TaskRun {
     if (nextVolume >= volumes.size()) {
       return false;
     }
-    PlaneVolume v = volumes.get(nextVolume++);
+    E v = volumes.get(nextVolume++);
     SlabPlan plan;
     try {
       plan = new SlabPlan(spec.pipeline(), v.shape());
     } catch (IllegalArgumentException e) {
-      throw new BadRecordException("id=" + v.id(), "shape " + v.shape() + " cannot go through pipeline "
+      throw new BadRecordException(v.record(), "shape " + v.shape() + " cannot go through pipeline "
           + spec.pipeline().describe() + ": " + e.getMessage());
     }
     VolumeShape out = plan.output();
-    long inRow = v.rows().stream().mapToLong(r -> (long) (r.d1() - r.d0())).max().orElse(1)
-        * v.shape().c() * v.shape().h() * v.shape().w() * Float.BYTES;
-    PlaneVolume.Range range = v.range();
-    int from = range == null ? 0 : range.outFrom();
-    int to = range == null ? out.d() : range.outTo();
-    // two input rows: one being read, one read ahead
-    Planner.Sizes sizes = planner.rows(plan, 2 * inRow, false, from, to);
+    int[] range = v.outputPlanes();
+    int from = range == null ? 0 : range[0];
+    int to = range == null ? out.d() : range[1];
+    Planner.Sizes sizes = planner.rows(plan, input.heldBytes(v), false, from, to);
     int rowPlanes = sizes.rowPlanes();
     long share = sizes.share();
     int planes = sizes.planes();
     if (planes < 1) {
       long one = backend.slabBytes(plan, 1);
-      throw new io.volpool.memory.MemoryBudgetException("volume id=" + v.id() + " " + plan.input() + ": one output plane"
+      throw new io.volpool.memory.MemoryBudgetException("volume " + v.record() + " " + plan.input() + ": one output plane"
           + " through " + plan.pipeline().describe() + " on " + backend.name(device) + " needs " + MemoryBudget.mib(one)
           + " of slab buffers, more than the " + MemoryBudget.mib(share) + " the " + MemoryBudget.mib(budget.limit())
           + " memory budget leaves beside its input and output rows (or more than the GPU's share); raise "
           + MemoryBudget.SETTING + " (and the memory behind it) to at least " + MemoryBudget.mib(4 * one), one, budget.limit());
     }
-    VolumeSource first = input.firstRow(v);
+    VolumeSource first = input.first(v);
     state.read(first.storedDtype());
     // counted along the volume at the first row's width; made exact by the rows' reads when it is done
     storedBefore = input.storedBytesRead();
@@ -136,8 +135,8 @@ public final class SlabVolumes implements TaskRun {
         to);
     // a range's slabs are the whole run's slabs of a plane count that divides its bounds: the same output bits
     run = backend.startSlabs(plan, planes, src, rows, times, device, from, to);
-    LOG.info("{}: volume {} {} -> {} in {} rows on {}, slabs of {} output planes ({} of host buffers), output rows of {}"
-        + " planes", task, v.record(), v.shape(), out, v.rows().size(), backend.name(device), run.planes(),
+    LOG.info("{}: volume {} {} -> {} on {}, slabs of {} output planes ({} of host buffers), output rows of {}"
+        + " planes", task, v.record(), v.shape(), out, backend.name(device), run.planes(),
         MemoryBudget.mib(run.bytes()), rowPlanes);
     return true;
   }
@@ -176,7 +175,7 @@ public final class SlabVolumes implements TaskRun {
 
   @Override
   public long volumesIn() {
-    return input.rowsRead();
+    return input.unitsRead();
   }
 
   @Override

@@ -17,7 +17,7 @@ import java.util.List;
  * @param rows where each row is, sorted by {@code d0}: every row of the volume, or of the range's window
  * @param range the output planes this entry runs, or null for the whole volume
  */
-public record PlaneVolume(String id, VolumeShape shape, List<Row> rows, Range range) implements Serializable {
+public record PlaneVolume(String id, VolumeShape shape, List<Row> rows, Range range) implements SlabbedVolume {
   public PlaneVolume {
     rows = List.copyOf(rows);
   }
@@ -61,7 +61,13 @@ public record PlaneVolume(String id, VolumeShape shape, List<Row> rows, Range ra
     return range == null || r.d0() >= range.ownedFrom();
   }
 
+  @Override
+  public int[] outputPlanes() {
+    return range == null ? null : new int[] {range.outFrom(), range.outTo()};
+  }
+
   /** Input bytes of the volume (as float32), or of the range's window. */
+  @Override
   public long bytes() {
     if (range == null) {
       return shape.bytes();
@@ -70,6 +76,7 @@ public record PlaneVolume(String id, VolumeShape shape, List<Row> rows, Range ra
   }
 
   /** The record name in errors and logs: {@code id=ID}, with the output planes of a range. */
+  @Override
   public String record() {
     return "id=" + id + (range == null ? "" : " output planes [" + range.outFrom() + ", " + range.outTo() + ")");
   }

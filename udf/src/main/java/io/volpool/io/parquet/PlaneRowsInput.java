@@ -27,7 +27,7 @@ import org.apache.hadoop.conf.Configuration;
  * must still be what the driver planned (id and planes); else the input changed under the job. Row
  * buffers are counted in the memory budget.
  */
-public final class PlaneRowsInput implements AutoCloseable {
+public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVolume> {
   private final TensorLayout layout;
   private final io.volpool.io.InputRescale rescale;
   private final Configuration conf;
@@ -72,11 +72,13 @@ public final class PlaneRowsInput implements AutoCloseable {
   }
 
   /** Input rows read so far, over every volume. */
-  public long rowsRead() {
+  @Override
+  public long unitsRead() {
     return rowsRead.get();
   }
 
   /** The tensor bytes of the rows read so far, at their stored dtype's width; read by any thread. */
+  @Override
   public long storedBytesRead() {
     return storedRead.get();
   }
@@ -115,13 +117,22 @@ public final class PlaneRowsInput implements AutoCloseable {
   }
 
   /** The first row of {@code v} (its pass-through columns go to the output). Call between volumes. */
-  public ParquetVolumeInput.Row firstRow(PlaneVolume v) {
+  @Override
+  public ParquetVolumeInput.Row first(PlaneVolume v) {
     ParquetVolumeInput.Row first = row(v, v.firstRow());
     aheadTimes.moveTo(times);
     return first;
   }
 
+  /** Two input rows of {@code v}'s largest: one being read, one read ahead. */
+  @Override
+  public long heldBytes(PlaneVolume v) {
+    return 2 * v.rows().stream().mapToLong(r -> (long) (r.d1() - r.d0())).max().orElse(1)
+        * v.shape().c() * v.shape().h() * v.shape().w() * Float.BYTES;
+  }
+
   /** {@code v} read forward along D. Close it to give back its row buffers. */
+  @Override
   public PlaneSource open(PlaneVolume v) {
     if (ahead == null) {
       ahead = Executors.newSingleThreadExecutor(r -> {
@@ -274,7 +285,8 @@ public final class PlaneRowsInput implements AutoCloseable {
   }
 
   /** Reads the rest of {@code src}'s rows (those past the last plane any output reads). */
-  public static void finish(PlaneSource src) {
+  @Override
+  public void finish(PlaneSource src) {
     ((Source) src).finish();
   }
 
