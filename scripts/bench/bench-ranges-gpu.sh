@@ -2,7 +2,8 @@
 # Issue 33's GPU benchmark, in one call on the GPU machine after scripts/device/device-gpu-run.sh's staging: one volume
 # of GIB GiB stored across rows (float32 [C, D, 512, 512], rows of 16 MiB) through avgpool3d on the GPU, as ranges of
 # output planes over the tasks (the default) and as one task (spark.volpool.input.spreadVolumes=false, as before
-# ranges), beside the many-volume rate of the same bytes as 64 .npy volumes of GIB/64 GiB each, and the machine's dd.
+# ranges), then the same volume as one C-order .npy read by position (ranges, and one task), beside the many-volume
+# rate of the same bytes as 64 .npy volumes of GIB/64 GiB each, and the machine's dd.
 # Steady GB/s from each run's summary (its timeline); peak host memory (the budget's) from the summary, peak device
 # memory from nvidia-smi sampled every 0.2 s.
 # The volume is made by numpy as one .npy on the local disk (a repeated random block: GB/s, not hours), cut into rows
@@ -66,10 +67,18 @@ PY
 job rows --conf spark.volpool.input="$NPYDIR" --conf spark.volpool.input.format=npy --conf spark.volpool.output="$SHM/rows" \
   --conf spark.volpool.pipeline=identity --conf spark.volpool.output.format=parquet --conf spark.volpool.output.layout=rows \
   --conf spark.volpool.output.rowBytes=16m --conf spark.volpool.output.compression=none
-rm -rf "$NPYDIR"
-log "rows: $(du -sh "$SHM/rows" | cut -f1) in $(find "$SHM/rows" -name '*.parquet' | wc -l) file(s)"
 pool=(--conf spark.volpool.pipeline=avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2
   --conf spark.volpool.avgpool3d.padding=1)
+npy=(--conf spark.volpool.input="$NPYDIR" --conf spark.volpool.input.format=npy --conf spark.volpool.output.format=parquet
+  --conf spark.volpool.output.layout=rows)
+for r in 1 2; do
+  job "npy-ranges-r$r" "${npy[@]}" --conf spark.volpool.output="$SHM/out-npy-ranges-r$r" "${pool[@]}"
+  rm -rf "$SHM/out-npy-ranges-r$r"
+done
+job "npy-one-task" "${npy[@]}" --conf spark.volpool.output="$SHM/out-npy-one-task" "${pool[@]}" \
+  --conf spark.volpool.input.spreadVolumes=false
+rm -rf "$SHM/out-npy-one-task" "$NPYDIR"
+log "rows: $(du -sh "$SHM/rows" | cut -f1) in $(find "$SHM/rows" -name '*.parquet' | wc -l) file(s)"
 for r in 1 2; do
   job "ranges-r$r" --conf spark.volpool.input="$SHM/rows" --conf spark.volpool.output="$SHM/out-ranges-r$r" "${pool[@]}"
   rm -rf "$SHM/out-ranges-r$r"

@@ -34,8 +34,9 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
     return counts.read();
   }
 
+  /** Volumes the kept tasks hold: those starting at plane 0 (a volume written across rows has several rows). */
   long volumes() {
-    return counts.written();
+    return counts.starts();
   }
 
   /** The summary's account of a resumed run: the run it took over, tasks kept and run, volumes kept. */
@@ -47,7 +48,7 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
     m.put("from_run", out.resumes());
     m.put("tasks_kept", (long) tasks.size());
     m.put("tasks_run", (long) (plan.tasks().size() - tasks.size()));
-    m.put("volumes_kept", counts.written());
+    m.put("volumes_kept", volumes());
     return m;
   }
 
@@ -108,6 +109,11 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
     }
     for (io.volpool.io.PlaneVolume v : t.volumes()) {
       rows += v.rows().size();
+    }
+    if (!t.ranges().isEmpty()) {
+      // ranges of .npy volumes: the range from plane 0 counts its volume read
+      long volumes = t.ranges().stream().filter(io.volpool.io.npy.NpyRange::counts).count();
+      return new CommittedOutput.TaskCounts(volumes, volumes, volumes, t.ranges().size());
     }
     return new CommittedOutput.TaskCounts(rows, rows, rows, planeRows ? t.volumes().size() : 0);
   }

@@ -374,8 +374,10 @@ public final class VolpoolJob {
       return PlaneRowPlanner.plan(s.input(), layout, conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(),
           s.outputFormat() == FileFormat.NPY || !s.spreadVolumes() ? null : pipeline, take);
     }
+    // written across rows (Parquet), a C-order .npy volume larger than a task runs as ranges of its planes
+    boolean spread = s.spreadVolumes() && s.outputFormat() != FileFormat.NPY && s.outputLayout() == OutputLayout.ROWS;
     return s.inputFormat() == FileFormat.NPY
-        ? InputPlanner.npy(s.input(), conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(), take)
+        ? InputPlanner.npy(s.input(), conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(), take, spread ? pipeline : null)
         : InputPlanner.parquet(s.input(), conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(), take);
   }
 
@@ -511,6 +513,11 @@ public final class VolpoolJob {
           plan.rows(), plan.volumes(), entries > plan.volumes() ? ", the largest as " + entries + " ranges of output"
               + " planes in separate tasks" : "");
     }
+    long npyRanges = plan.tasks().stream().mapToLong(t -> t.ranges().size()).sum();
+    if (npyRanges > 0) {
+      LOG.info("volpool: .npy volumes larger than a task run as {} ranges of output planes in {} separate tasks, each"
+          + " reading its planes by position", npyRanges, plan.tasks().stream().filter(t -> !t.ranges().isEmpty()).count());
+    }
     if (rowsOut && !planeRows && !npyIn) {
       PlaneRowPlanner.requireUniqueIds(s.input(), layout, conf);
     }
@@ -632,7 +639,8 @@ public final class VolpoolJob {
   }
 
   private static List<String> hosts(TaskPlan t, Configuration conf) throws IOException {
-    String path = !t.splits().isEmpty() ? t.splits().get(0).path() : t.files().isEmpty() ? null : t.files().get(0).path();
+    String path = !t.splits().isEmpty() ? t.splits().get(0).path() : !t.files().isEmpty() ? t.files().get(0).path()
+        : !t.ranges().isEmpty() ? t.ranges().get(0).file().path() : null;
     if (path == null) {
       return List.of();
     }

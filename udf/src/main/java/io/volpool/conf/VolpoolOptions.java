@@ -106,8 +106,9 @@ public final class VolpoolOptions {
       "`true` allows a `file:` output on a cluster master (only when that path is one shared filesystem on every"
           + " host, e.g. NFS); otherwise such an output is refused, since executors would write to their own disks."));
   public static final ConfKey<Boolean> SPREAD_VOLUMES = KEYS.add(ConfKey.bool(PREFIX + "input.spreadVolumes", "true",
-      "`true`: a volume stored across rows that is larger than a task (`spark.sql.files.maxPartitionBytes`) runs as"
-          + " ranges of its output planes in several tasks (Parquet output); `false`: each volume in one task."));
+      "`true`: a volume stored across rows, or in a C-order `.npy`, that is larger than a task"
+          + " (`spark.sql.files.maxPartitionBytes`) runs as ranges of its output planes in several tasks (Parquet output"
+          + " across rows); `false`: each volume in one task."));
   public static final ConfKey<Integer> RESOURCE_TIMEOUT = KEYS.add(ConfKey.seconds(PREFIX + "cluster.resourceTimeout", "180s", 5, 86400,
       "How long (e.g. `180s`, `10m`; a bare number is seconds) a job on a cluster waits for its first task to"
           + " start (an executor with the requested resources) before"

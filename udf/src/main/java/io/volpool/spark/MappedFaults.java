@@ -58,6 +58,8 @@ final class MappedFaults {
     for (NpyFileRef f : plan.files()) {
       check(f.path(), f.length(), true, conf, out);
     }
+    plan.ranges().stream().map(io.volpool.io.npy.NpyRange::file).distinct()
+        .forEach(f -> check(f.path(), f.length(), true, conf, out));
     for (ParquetSplit s : plan.splits()) {
       check(s.path(), s.start() + s.length(), false, conf, out);
     }

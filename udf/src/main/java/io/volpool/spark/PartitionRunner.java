@@ -91,8 +91,11 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     String task = "task " + plan.index() + (tc == null ? "" : " (attempt " + tc.attemptNumber() + ")");
     TaskRun runner;
     if (!plan.volumes().isEmpty()) {
-      runner = new SlabVolumes(plan.volumes(), new PlaneRowsInput(spec.layout(), spec.rescale(), conf.value().get(), budget, state.times()), backend,
-          device, spec.engine(), budget, state, task);
+      runner = new SlabVolumes<>(plan.volumes(), new PlaneRowsInput(spec.layout(), spec.rescale(), conf.value().get(), budget,
+          state.times()), backend, device, spec.engine(), budget, state, task);
+    } else if (!plan.ranges().isEmpty()) {
+      runner = new SlabVolumes<>(plan.ranges(), new io.volpool.io.npy.NpyRangeInput(spec.rescale().fixed(),
+          conf.value().get(), spec.npyMaxHeaderBytes(), state.times()), backend, device, spec.engine(), budget, state, task);
     } else {
       VolumeInput input = spec.inputFormat() == io.volpool.conf.FileFormat.NPY
           ? new NpyVolumeInput(plan.files(), spec.rescale().fixed(), conf.value().get(), spec.npyMaxHeaderBytes(), state.times())

@@ -243,6 +243,15 @@ public final class InputPlanner {
   /** As above, over the input files {@code take} accepts (an appending run's new files). */
   public static Plan npy(String input, Configuration conf, long maxPartitionBytes, long openCost, int cores,
       java.util.function.Predicate<FileStatus> take) throws IOException {
+    return npy(input, conf, maxPartitionBytes, openCost, cores, take, null);
+  }
+
+  /**
+   * As above; with {@code spread} (output across rows), a C-order file whose volumes are each larger
+   * than a task runs as ranges of their output planes in several tasks ({@link #npyRanges}).
+   */
+  public static Plan npy(String input, Configuration conf, long maxPartitionBytes, long openCost, int cores,
+      java.util.function.Predicate<FileStatus> take, io.volpool.op.Pipeline spread) throws IOException {
     Path root = new Path(input);
     List<String> skipped = new ArrayList<>();
     List<FileStatus> files = list(root, conf, n -> n.toLowerCase(Locale.ROOT).endsWith(".npy"), ".npy", skipped);
@@ -257,13 +266,29 @@ public final class InputPlanner {
     long curBytes = 0;
     for (FileStatus f : files) {
       long sz = f.getLen() + openCost;
+      String rel = single ? f.getPath().getName() : relative(base, f.getPath().toUri().getPath());
+      NpyFileRef ref = new NpyFileRef(f.getPath().toString(), rel, f.getLen());
+      if (spread != null && f.getLen() > max) {
+        // the file's volumes as ranges of their output planes, in tasks of their own (after those planned so far)
+        List<TaskPlan> spreadTasks = new ArrayList<>();
+        if (npyRanges(f, ref, conf, spread, max, spreadTasks)) {
+          if (!cur.isEmpty()) {
+            tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), List.of(), curBytes));
+            cur.clear();
+            curBytes = 0;
+          }
+          for (TaskPlan t : spreadTasks) {
+            tasks.add(new TaskPlan(tasks.size(), t.splits(), t.files(), t.volumes(), t.ranges(), t.bytes()));
+          }
+          continue;
+        }
+      }
       if (!cur.isEmpty() && curBytes + sz > max) {
         tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), List.of(), curBytes));
         cur.clear();
         curBytes = 0;
       }
-      String rel = single ? f.getPath().getName() : relative(base, f.getPath().toUri().getPath());
-      cur.add(new NpyFileRef(f.getPath().toString(), rel, f.getLen()));
+      cur.add(ref);
       curBytes += sz;
     }
     if (!cur.isEmpty()) {
@@ -271,6 +296,77 @@ public final class InputPlanner {
     }
     return new Plan(tasks, files.size(), total, -1, skipped, files.isEmpty() ? null : files.get(0).getPath(), -1,
         npyVolumes(files, conf));
+  }
+
+  /** The header of .npy file {@code f}, from its first bytes only. */
+  static io.volpool.format.NpyHeader npyHeader(FileStatus f, Configuration conf) throws IOException {
+    int n = io.volpool.format.NpyHeader.prefixBytes(f.getLen(), io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES);
+    byte[] prefix = new byte[n];
+    try (org.apache.hadoop.fs.FSDataInputStream in = f.getPath().getFileSystem(conf).open(f.getPath())) {
+      in.readFully(0, prefix);
+    }
+    return io.volpool.format.NpyHeader.parse(prefix, f.getLen(), f.getPath().toString(),
+        io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES);
+  }
+
+  /**
+   * Plans the volumes of .npy file {@code f} as ranges of their output planes when each is larger than
+   * {@code max}, adding tasks of at most {@code max} stored bytes (at least one range each) to
+   * {@code tasks}. Ranges are multiples of {@link io.volpool.backend.SlabRanges#ALIGN} planes, so every
+   * range's slabs are slabs of a whole run and the output is bit for bit a single task's. False, adding
+   * nothing, when the file stays whole: Fortran order, a header or shape the task will refuse (it names
+   * what is wrong), a shape the pipeline cannot take, or volumes that fit a task. Reads the header only.
+   */
+  static boolean npyRanges(FileStatus f, NpyFileRef ref, Configuration conf, io.volpool.op.Pipeline pipeline, long max,
+      List<TaskPlan> tasks) {
+    io.volpool.format.NpyHeader h;
+    try {
+      h = npyHeader(f, conf);
+    } catch (IOException | RuntimeException e) {
+      return false; // the task that reads it says what is wrong
+    }
+    long[] s = h.shape();
+    if ((h.fortranOrder() && !h.isPlainF32()) || (s.length != 4 && s.length != 5)) {
+      return false;
+    }
+    int o = s.length - 4;
+    long count = o == 1 ? s[0] : 1;
+    io.volpool.op.VolumeShape shape;
+    io.volpool.op.SlabPlan sp;
+    try {
+      if (count < 1 || count > Integer.MAX_VALUE) {
+        return false;
+      }
+      shape = new io.volpool.op.VolumeShape(Math.toIntExact(s[o]), Math.toIntExact(s[o + 1]), Math.toIntExact(s[o + 2]),
+          Math.toIntExact(s[o + 3]));
+      sp = new io.volpool.op.SlabPlan(pipeline, shape);
+    } catch (IllegalArgumentException | ArithmeticException e) {
+      return false;
+    }
+    long inPlane = (long) shape.c() * shape.h() * shape.w() * h.type().itemSize();
+    int od = sp.output().d();
+    long perOutPlane = Math.max(1, inPlane * shape.d() / od);
+    int[][] r = io.volpool.backend.SlabRanges.ranges(od, (int) Math.min(Integer.MAX_VALUE, Math.max(1, max / perOutPlane)));
+    if (r.length < 2) {
+      return false;
+    }
+    List<io.volpool.io.npy.NpyRange> cur = new ArrayList<>();
+    long curBytes = 0;
+    for (int i = 0; i < count; i++) {
+      for (int[] k : r) {
+        int[] in = sp.inputPlanes(k[0], k[1]);
+        long bytes = (in[1] - in[0]) * inPlane;
+        if (!cur.isEmpty() && curBytes + bytes > max) {
+          tasks.add(new TaskPlan(tasks.size(), List.of(), List.of(), List.of(), List.copyOf(cur), curBytes));
+          cur.clear();
+          curBytes = 0;
+        }
+        cur.add(new io.volpool.io.npy.NpyRange(ref, i, o == 1, shape, k[0], k[1], in[0], in[1]));
+        curBytes += bytes;
+      }
+    }
+    tasks.add(new TaskPlan(tasks.size(), List.of(), List.of(), List.of(), List.copyOf(cur), curBytes));
+    return true;
   }
 
   /**
@@ -283,13 +379,7 @@ public final class InputPlanner {
       List<Future<Long>> counts = new ArrayList<>();
       for (FileStatus f : files) {
         counts.add(pool.submit(() -> {
-          int n = io.volpool.format.NpyHeader.prefixBytes(f.getLen(), io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES);
-          byte[] prefix = new byte[n];
-          try (org.apache.hadoop.fs.FSDataInputStream in = f.getPath().getFileSystem(conf).open(f.getPath())) {
-            in.readFully(0, prefix);
-          }
-          long[] shape = io.volpool.format.NpyHeader.parse(prefix, f.getLen(), f.getPath().toString(),
-              io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES).shape();
+          long[] shape = npyHeader(f, conf).shape();
           return shape.length == 5 ? shape[0] : 1L;
         }));
       }
