@@ -303,4 +303,40 @@ class NpyRangesTest {
     VolumesAcrossRowsTest.assertBitIdentical(VolumesAcrossRowsTest.readOutput(out, Map.of("big.npy", o)).get("big.npy"),
         VolumesAcrossRowsTest.readOutput(clean, Map.of("big.npy", o)).get("big.npy"), "resumed .npy ranges against a clean run");
   }
+
+  /**
+   * Each range task opens the file itself: one that finds the file replaced or rewritten since the driver
+   * listed it (size or modification time), before it reads or after, fails as bad input naming the file,
+   * rather than mixing two files' planes in one output.
+   */
+  @Test
+  void aRangeOfAFileChangedSinceThePlanFailsNamingIt(@TempDir Path tmp) throws Exception {
+    VolumeShape s = new VolumeShape(2, 300, 6, 8);
+    Pipeline p = (Pipeline) SlabRangesTest.pipelines().toList().get(0).get()[1];
+    Path file = tmp.resolve("in/v.npy");
+    writeNpy(file, "<i2", new long[] {s.c(), s.d(), s.h(), s.w()}, values("<i2", s.numel(), 4));
+    List<NpyRange> ranges = InputPlanner.npy(tmp.resolve("in").toString(), new Configuration(), s.numel(), 0, 1, f -> true,
+        p).tasks().stream().flatMap(t -> t.ranges().stream()).toList();
+    assertThat(ranges).hasSizeGreaterThanOrEqualTo(2);
+    assertThat(ranges.get(0).file().modified()).as("the listing's modification time is planned").isPositive();
+    assertThat(run(List.of(ranges.get(0)), p, s, Rescale.IDENTITY, 2L << 20).done).isEqualTo(1);
+    // rewritten after the range read its planes: found when it finishes
+    NpyRangeInput in = new NpyRangeInput(Rescale.IDENTITY, new Configuration(), NpyHeader.DEFAULT_MAX_HEADER_BYTES,
+        new PhaseTimes());
+    in.first(ranges.get(1));
+    io.volpool.backend.PlaneSource src = in.open(ranges.get(1));
+    Files.setLastModifiedTime(file, java.nio.file.attribute.FileTime.fromMillis(ranges.get(1).file().modified() + 2000));
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> in.finish(src))
+        .isInstanceOf(io.volpool.io.CorruptInputException.class)
+        .hasMessageContaining(file.getFileName() + ": the input file changed while the job read it (planned with");
+    src.close();
+    in.close();
+    // replaced (same size, another file) before a range opens it
+    writeNpy(file, "<i2", new long[] {s.c(), s.d(), s.h(), s.w()}, values("<i2", s.numel(), 5));
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> run(List.of(ranges.get(1)), p, s, Rescale.IDENTITY, 2L << 20))
+        .isInstanceOf(io.volpool.io.CorruptInputException.class).hasMessageContaining("changed while the job read it");
+    Files.delete(file);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> run(List.of(ranges.get(0)), p, s, Rescale.IDENTITY, 2L << 20))
+        .isInstanceOf(io.volpool.io.CorruptInputException.class).hasMessageContaining("it is gone");
+  }
 }

@@ -267,7 +267,7 @@ public final class InputPlanner {
     for (FileStatus f : files) {
       long sz = f.getLen() + openCost;
       String rel = single ? f.getPath().getName() : relative(base, f.getPath().toUri().getPath());
-      NpyFileRef ref = new NpyFileRef(f.getPath().toString(), rel, f.getLen());
+      NpyFileRef ref = new NpyFileRef(f.getPath().toString(), rel, f.getLen(), f.getModificationTime());
       if (spread != null && f.getLen() > max) {
         // the file's volumes as ranges of their output planes, in tasks of their own (after those planned so far)
         List<TaskPlan> spreadTasks = new ArrayList<>();

@@ -43,6 +43,7 @@ public final class NpyRangeInput implements SlabbedInput<NpyRange> {
   public VolumeSource first(NpyRange v) {
     if (file == null || !v.file().equals(fileRef) || cur == null || curIndex > v.index()) {
       closeFile();
+      unchanged(v.file());
       file = new NpyVolumeInput(List.of(v.file()), rescale, conf, maxHeaderBytes, times);
       fileRef = v.file();
       cur = null;
@@ -89,9 +90,32 @@ public final class NpyRangeInput implements SlabbedInput<NpyRange> {
 
   @Override
   public void finish(PlaneSource src) {
+    // the ranges of one file run in many tasks, each opening it: one that read a file replaced or rewritten under it
+    // would publish a mix of two files
+    unchanged(curRange.file());
     stored.addAndGet(((PositionedPlanes) src).storedBytesRead());
     if (curRange.counts()) {
       volumes.incrementAndGet();
+    }
+  }
+
+  /** Fails when {@code f} is not the file the driver planned: its size or modification time differs, or it is gone. */
+  private void unchanged(NpyFileRef f) {
+    org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path(f.path());
+    org.apache.hadoop.fs.FileStatus st;
+    try {
+      st = p.getFileSystem(conf).getFileStatus(p);
+    } catch (java.io.FileNotFoundException e) {
+      throw new CorruptInputException(f.path() + ": the input file changed while the job read it: it is gone; rerun once"
+          + " it is complete");
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException("reading the status of " + f.path() + ": " + e.getMessage(), e);
+    }
+    if (st.getLen() != f.length() || (f.modified() >= 0 && st.getModificationTime() != f.modified())) {
+      throw new CorruptInputException(f.path() + ": the input file changed while the job read it (planned with "
+          + f.length() + " bytes, modified " + java.time.Instant.ofEpochMilli(f.modified()) + "; now " + st.getLen()
+          + " bytes, modified " + java.time.Instant.ofEpochMilli(st.getModificationTime()) + "); rerun once it is"
+          + " complete");
     }
   }
 
