@@ -44,6 +44,16 @@ final class Progress extends SparkListener implements AutoCloseable {
    * @param started {@link System#nanoTime()} at the start of the run, from which elapsed times count
    */
   Progress(SparkContext sc, JobMetrics m, long total, String unit, long started) {
+    this(sc, m, total, unit, started, -1);
+  }
+
+  /**
+   * As above; with {@code totalBytes} positive (volumes spread over several tasks as ranges, which count
+   * their volume only when the range from plane 0 ends), the share done and the time left come from the
+   * bytes read against it instead of the volumes.
+   */
+  Progress(SparkContext sc, JobMetrics m, long total, String unit, long started, long totalBytes) {
+    this.totalBytes = totalBytes;
     this.started = started;
     this.sc = sc;
     this.m = m;
@@ -54,6 +64,9 @@ final class Progress extends SparkListener implements AutoCloseable {
     thread.setDaemon(true);
     thread.start();
   }
+
+  /** Input bytes the tasks will read when volumes run as ranges, else -1. */
+  private final long totalBytes;
 
   /** Volumes and bytes of finished tasks, from their end events (so never counted twice with a heartbeat's). */
   private final long[] finished = new long[2];
@@ -179,17 +192,24 @@ final class Progress extends SparkListener implements AutoCloseable {
     double secs = Math.max(1e-9, (System.nanoTime() - started) / 1e9);
     double rate = vols / secs;
     StringBuilder sb = new StringBuilder("volpool progress: ").append(String.format("%,d", vols));
+    boolean byBytes = totalBytes > 0;
     if (total >= 0) {
-      sb.append(" of ").append(String.format("%,d", total)).append(' ').append(unit)
-          .append(String.format(" (%.1f%%)", total == 0 ? 100.0 : 100.0 * vols / total));
+      sb.append(" of ").append(String.format("%,d", total)).append(' ').append(unit);
+      if (byBytes) {
+        sb.append(String.format(" (%.1f%% of the bytes)", Math.min(100.0, 100.0 * bytes / totalBytes)));
+      } else {
+        sb.append(String.format(" (%.1f%%)", total == 0 ? 100.0 : 100.0 * vols / total));
+      }
     } else {
       sb.append(' ').append(unit);
     }
     sb.append(String.format(", %.2f GB/s in, %,.0f %s/s", bytes / secs / 1e9, rate, unit));
-    double recent = recentRate(vols);
-    if (total > 0 && recent > 0 && vols < total) {
-      // the rate of the last RECENT_SECONDS: start-up (and a slow first wave) does not stretch the estimate
-      sb.append(String.format(", about %s left", duration((total - vols) / recent)));
+    // the rate of the last RECENT_SECONDS: start-up (and a slow first wave) does not stretch the estimate
+    double recent = byBytes ? recentRate(bytes, Timeline.Sample::bytes) : recentRate(vols, Timeline.Sample::volumes);
+    long todo = byBytes ? totalBytes : total;
+    long now = byBytes ? bytes : vols;
+    if (todo > 0 && recent > 0 && now < todo) {
+      sb.append(String.format(", about %s left", duration((todo - now) / recent)));
     }
     return sb.append(String.format(", %s elapsed", duration(secs))).toString();
   }
@@ -197,8 +217,11 @@ final class Progress extends SparkListener implements AutoCloseable {
   /** The window of the rate behind the time left. */
   static final double RECENT_SECONDS = 30;
 
-  /** Volumes per second over the last {@link #RECENT_SECONDS} of samples (all of them in a shorter run). */
-  private double recentRate(long vols) {
+  /**
+   * Volumes (or bytes: what {@code of} takes from a sample) per second over the last {@link #RECENT_SECONDS}
+   * of samples (all of them in a shorter run).
+   */
+  private double recentRate(long vols, java.util.function.ToLongFunction<Timeline.Sample> of) {
     long now = System.nanoTime() - started;
     Timeline.Sample from = null;
     synchronized (samples) {
@@ -210,11 +233,11 @@ final class Progress extends SparkListener implements AutoCloseable {
         from = smp;
       }
     }
-    if (from == null || now - from.nanos() < 1e9 || vols <= from.volumes()) {
+    if (from == null || now - from.nanos() < 1e9 || vols <= of.applyAsLong(from)) {
       double secs = Math.max(1e-9, now / 1e9);
       return vols / secs;
     }
-    return (vols - from.volumes()) / ((now - from.nanos()) / 1e9);
+    return (vols - of.applyAsLong(from)) / ((now - from.nanos()) / 1e9);
   }
 
   static String duration(double secs) {

@@ -226,8 +226,12 @@ public final class VolpoolJob {
           p.input().tasks().size() - kept.tasks().size());
     }
     long total = p.input().progressTotal() < 0 ? -1 : Math.max(0, p.input().progressTotal() - kept.progress());
+    // .npy volumes spread as ranges count when their range from plane 0 ends: their share done is in bytes
+    long rangeBytes = p.input().tasks().stream().anyMatch(t -> !t.ranges().isEmpty())
+        ? p.input().tasks().stream().filter(t -> !kept.tasks().containsKey(t.index())).mapToLong(TaskPlan::bytes).sum()
+        : -1;
     try (Progress progress = new Progress(spark.sparkContext(), metrics, total,
-        p.planeRows() ? "rows" : "volumes", t0);
+        p.planeRows() ? "rows" : "volumes", t0, rangeBytes);
         ResourceWatch watch = !p.local() && !p.input().tasks().isEmpty()
             ? new ResourceWatch(spark.sparkContext(), s.resourceTimeoutSeconds()) : null) {
       // the Spark UI and the history server name the job by what it does, not by Spark's writer

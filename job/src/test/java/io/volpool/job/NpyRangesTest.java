@@ -256,7 +256,8 @@ class NpyRangesTest {
         SparkTests.device(), "spark.sql.files.maxPartitionBytes", "300000", "spark.sql.files.openCostInBytes", "0"),
         tmp.resolve("child.log"));
     assertThat(c.waitFor(180)).as(c.output()).isZero();
-    assertThat(c.output()).contains("ranges of output planes in").contains("volumes       1 in, 1 out");
+    assertThat(c.output()).contains("ranges of output planes in").contains("volumes       1 in, 1 out")
+        .contains("of 1 volumes (100.0% of the bytes)");
     VolumeShape o = new VolumeShape(2, 256, 16, 16);
     Map<String, float[]> a = VolumesAcrossRowsTest.readOutput(whole, Map.of("big.npy", o));
     Map<String, float[]> b = VolumesAcrossRowsTest.readOutput(out, Map.of("big.npy", o));

@@ -48,6 +48,25 @@ class ProgressTest {
   }
 
   @Test
+  void rangesOfAVolumeMoveTheLineByTheBytesTheyRead() {
+    // one .npy volume as ranges in several tasks counts as read only when its range from plane 0 ends
+    SparkContext sc = SparkTests.spark().sparkContext();
+    JobMetrics m = JobMetrics.register(sc);
+    try (Progress p = new Progress(sc, m, 1, "volumes", System.nanoTime(), 400L << 20)) {
+      p.onExecutorMetricsUpdate(new SparkListenerExecutorMetricsUpdate("0",
+          scala.jdk.javaapi.CollectionConverters.asScala(List.of(new Tuple4<Object, Object, Object,
+              scala.collection.immutable.Seq<AccumulableInfo>>(7L, 0, 0, infos(m, 0, 100 << 20)))).toList(),
+          scala.collection.immutable.Map$.MODULE$.empty()));
+      assertThat(p.line()).startsWith("volpool progress: 0 of 1 volumes (25.0% of the bytes)").contains("left");
+      TaskInfo ti = new TaskInfo(7L, 0, 0, 0, 0L, "0", "localhost", org.apache.spark.scheduler.TaskLocality.ANY(), false);
+      ti.setAccumulables(infos(m, 1, 101 << 20));
+      p.onTaskEnd(new SparkListenerTaskEnd(0, 0, "ResultTask", org.apache.spark.Success$.MODULE$, ti, null, null));
+      assertThat(p.line()).as("the volume counted at its first range: not done").startsWith(
+          "volpool progress: 1 of 1 volumes (25.3% of the bytes)");
+    }
+  }
+
+  @Test
   void aTaskWithoutTheJobsAccumulatorsIsNotItsFirstCommit() throws Exception {
     // the local warm-up's empty tasks (LocalTaskWarmUp) may end while the job runs: they are not the job's first commit
     SparkContext sc = SparkTests.spark().sparkContext();
