@@ -131,7 +131,7 @@ public record NpyHeader(String descr, ValueType type, boolean fortranOrder, long
       try {
         numel = Math.multiplyExact(numel, v);
       } catch (ArithmeticException e) {
-        throw err(name, "shape " + Npy.shapeString(shape) + " has more elements than fit in 64 bits");
+        throw err(name, "shape " + t + " has more elements than fit in 64 bits");
       }
     }
     long want;

@@ -114,6 +114,18 @@ class NpyTest {
     }
   }
 
+  @Test
+  void aShapeOfMoreElementsThanFitIn64BitsIsNamedAsTheHeaderSaysIt() {
+    String dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 9223372036854775807, 40, 40), }";
+    int pad = 64 - (10 + dict.length() + 1) % 64;
+    String header = dict + " ".repeat(pad) + "\n";
+    java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
+    b.writeBytes(new byte[] {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (byte) header.length(), 0});
+    b.writeBytes(header.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+    assertThatThrownBy(() -> Npy.read(b.toByteArray(), "x.npy")).isInstanceOf(TensorFormatException.class)
+        .hasMessageContaining("shape (2, 9223372036854775807, 40, 40) has more elements than fit in 64 bits");
+  }
+
   @ParameterizedTest
   @ValueSource(strings = {"<i8", "<u4", "|b1", "<c8", "<f16", "<U3", "|V2"})
   void rejectsOtherDtypesNamingTheOnesItTakes(String descr) {
