@@ -220,6 +220,13 @@ public final class VolpoolJob {
     JobMetrics metrics = JobMetrics.register(spark.sparkContext());
     LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}", s.input(),
         out.output(), describe(p.pipeline()), s.device(), p.input().files(), p.input().tasks().size(), out.staging());
+    long npyRanges = p.input().tasks().stream().mapToLong(t -> t.ranges().size()).sum();
+    if (npyRanges > 0) {
+      // said of the plan that runs: a resumed run's is the earlier run's
+      LOG.info("volpool: .npy volumes larger than a task run as {} ranges of output planes in {} separate tasks, each"
+          + " reading its planes by position", npyRanges, p.input().tasks().stream().filter(t -> !t.ranges().isEmpty())
+          .count());
+    }
     if (out.resumes() != null) {
       LOG.info("volpool: resuming run {}: {} of {} task(s) committed by it are kept ({} {}), {} task(s) run now",
           out.resumes(), kept.tasks().size(), p.input().tasks().size(), kept.volumes(), p.planeRows() ? "rows" : "volumes",
@@ -340,15 +347,17 @@ public final class VolpoolJob {
       LocalGpuCheck gpuCheck, io.volpool.job.commit.RunManifest manifest, io.volpool.job.commit.Appending append) {}
 
   /**
-   * How the input is cut into tasks: Spark's split size and open cost, and the cores it spreads over.
-   * Recorded in the run's manifest, so a resumed run numbers its tasks as the earlier run did.
+   * How the input is cut into tasks: Spark's split size and open cost, the cores it spreads over, and
+   * whether a volume larger than a task is spread over several as ranges. Recorded in the run's
+   * manifest, so a resumed run numbers its tasks as the earlier run did.
    */
-  record Planning(long maxPartitionBytes, long openCost, int cores) {
+  record Planning(long maxPartitionBytes, long openCost, int cores, boolean spread) {
     Map<String, String> toMap(InputPlanner.Plan plan) {
       Map<String, String> m = new LinkedHashMap<>();
       m.put("maxPartitionBytes", String.valueOf(maxPartitionBytes));
       m.put("openCostInBytes", String.valueOf(openCost));
       m.put("cores", String.valueOf(cores));
+      m.put("spreadVolumes", String.valueOf(spread));
       m.put("tasks", String.valueOf(plan.tasks().size()));
       m.put("plan.sha256", sha256(plan.tasks().toString().getBytes(java.nio.charset.StandardCharsets.UTF_8)));
       return m;
@@ -358,7 +367,7 @@ public final class VolpoolJob {
     static Planning of(Map<String, String> m) {
       try {
         return new Planning(Long.parseLong(m.get("maxPartitionBytes")), Long.parseLong(m.get("openCostInBytes")),
-            Integer.parseInt(m.get("cores")));
+            Integer.parseInt(m.get("cores")), !"false".equals(m.get("spreadVolumes")));
       } catch (RuntimeException e) {
         return null;
       }
@@ -376,10 +385,10 @@ public final class VolpoolJob {
       Planning pl, java.util.function.Predicate<org.apache.hadoop.fs.FileStatus> take) throws IOException {
     if (layout != null && layout.planeRows()) {
       return PlaneRowPlanner.plan(s.input(), layout, conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(),
-          s.outputFormat() == FileFormat.NPY || !s.spreadVolumes() ? null : pipeline, take);
+          s.outputFormat() == FileFormat.NPY || !pl.spread() ? null : pipeline, take);
     }
     // written across rows (Parquet), a C-order .npy volume larger than a task runs as ranges of its planes
-    boolean spread = s.spreadVolumes() && s.outputFormat() != FileFormat.NPY && s.outputLayout() == OutputLayout.ROWS;
+    boolean spread = pl.spread() && s.outputFormat() != FileFormat.NPY && s.outputLayout() == OutputLayout.ROWS;
     return s.inputFormat() == FileFormat.NPY
         ? InputPlanner.npy(s.input(), conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(), take, spread ? pipeline : null)
         : InputPlanner.parquet(s.input(), conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(), take);
@@ -454,7 +463,7 @@ public final class VolpoolJob {
     long maxPartition = spark.sparkContext().getConf().getSizeAsBytes("spark.sql.files.maxPartitionBytes", "128m");
     long openCost = spark.sparkContext().getConf().getSizeAsBytes("spark.sql.files.openCostInBytes", "4m");
     int cores = spark.sparkContext().defaultParallelism();
-    Planning planning = new Planning(maxPartition, openCost, cores);
+    Planning planning = new Planning(maxPartition, openCost, cores, s.spreadVolumes());
     // the input files, listed: the manifest records them, an appending run takes those the output lacks
     List<String> skipped = new ArrayList<>();
     List<org.apache.hadoop.fs.FileStatus> listed = InputPlanner.list(inputPath, conf, npyIn
@@ -516,11 +525,6 @@ public final class VolpoolJob {
       LOG.info("volpool: {} input rows hold {} volume(s) stored across rows; they run in slabs along D{}",
           plan.rows(), plan.volumes(), entries > plan.volumes() ? ", the largest as " + entries + " ranges of output"
               + " planes in separate tasks" : "");
-    }
-    long npyRanges = plan.tasks().stream().mapToLong(t -> t.ranges().size()).sum();
-    if (npyRanges > 0) {
-      LOG.info("volpool: .npy volumes larger than a task run as {} ranges of output planes in {} separate tasks, each"
-          + " reading its planes by position", npyRanges, plan.tasks().stream().filter(t -> !t.ranges().isEmpty()).count());
     }
     if (rowsOut && !planeRows && !npyIn) {
       PlaneRowPlanner.requireUniqueIds(s.input(), layout, conf);

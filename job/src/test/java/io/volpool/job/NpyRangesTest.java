@@ -291,8 +291,11 @@ class NpyRangesTest {
     conf.put("spark.volpool.output", out.toString());
     conf.put("spark.volpool.output.mode", "resume");
     int committed = ResumeTest.killAfter(tmp, conf, out, tasks / 2, "killed");
+    // resumed with spreading off: the killed run's plan (its ranges) is what runs, so its committed ranges are kept
+    conf.put("spark.volpool.input.spreadVolumes", "false");
     ChildJvm.Child r = ChildJvm.start("1g", "local[2]", conf, tmp.resolve("resumed.log"));
     assertThat(r.waitFor(300)).as(r.output()).isZero();
+    assertThat(r.output()).contains("ranges of output planes in " + tasks + " separate tasks");
     JsonNode summary = ResumeTest.summary(out);
     JsonNode resumed = summary.get("resumed");
     assertThat(resumed).as("the summary says what was resumed: " + summary).isNotNull();
