@@ -211,7 +211,11 @@ class ClusterIT {
       Path out = tmp.resolve("out");
       Path events = Files.createDirectories(tmp.resolve("events"));
       int[] code = new int[1];
-      String log = run(submitCommand(cluster, specPort, jobConf(in, out, events, "spark.speculation=true",
+      // both executors before any task: with the second one late (7.7 s under CI's load), the small task started
+      // late and ended after the large one, and nothing was ever slow enough to speculate on
+      String log = run(submitCommand(cluster, specPort, jobConf(in, out, events, "spark.cores.max=2",
+          "spark.scheduler.minRegisteredResourcesRatio=1.0", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
+          "spark.speculation=true",
           "spark.speculation.multiplier=1.01", "spark.speculation.quantile=0.1", "spark.speculation.interval=50ms",
           "spark.speculation.minTaskRuntime=100ms", "spark.speculation.efficiency.enabled=false",
           "spark.sql.files.maxPartitionBytes=1g")), tmp.resolve("spec.log"), 300, code);
