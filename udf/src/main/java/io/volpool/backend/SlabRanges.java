@@ -29,6 +29,15 @@ public final class SlabRanges {
   }
 
   /**
+   * {@link #ranges} of a volume of {@code od} output planes and {@code volumeBytes} of input, each reading
+   * about {@code taskBytes}: how the driver sizes a volume's ranges to fill its tasks.
+   */
+  public static int[][] forTasks(int od, long volumeBytes, long taskBytes) {
+    long perPlane = Math.max(1, volumeBytes / od);
+    return ranges(od, (int) Math.min(Integer.MAX_VALUE, Math.max(1, taskBytes / perPlane)));
+  }
+
+  /**
    * The output planes per slab for range {@code [from, to)} of a volume of {@code plan}: {@code planes}
    * when the range's bounds are multiples of it, else the largest power of two below it that divides
    * both (the volume's end needs no alignment), so the range's slabs are slabs of a whole run.

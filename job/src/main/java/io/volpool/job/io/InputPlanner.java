@@ -268,25 +268,15 @@ public final class InputPlanner {
       long sz = f.getLen() + openCost;
       String rel = single ? f.getPath().getName() : relative(base, f.getPath().toUri().getPath());
       NpyFileRef ref = new NpyFileRef(f.getPath().toString(), rel, f.getLen(), f.getModificationTime());
-      if (spread != null && f.getLen() > max) {
-        // the file's volumes as ranges of their output planes, in tasks of their own (after those planned so far)
-        List<TaskPlan> spreadTasks = new ArrayList<>();
-        if (npyRanges(f, ref, conf, spread, max, spreadTasks)) {
-          if (!cur.isEmpty()) {
-            tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), List.of(), curBytes));
-            cur.clear();
-            curBytes = 0;
-          }
-          for (TaskPlan t : spreadTasks) {
-            tasks.add(new TaskPlan(tasks.size(), t.splits(), t.files(), t.volumes(), t.ranges(), t.bytes()));
-          }
-          continue;
-        }
-      }
       if (!cur.isEmpty() && curBytes + sz > max) {
         tasks.add(new TaskPlan(tasks.size(), List.of(), List.copyOf(cur), List.of(), curBytes));
         cur.clear();
         curBytes = 0;
+      }
+      // a file larger than a task starts a task (above) whether or not it is spread: spread, its volumes as ranges of
+      // their output planes in tasks of their own
+      if (spread != null && f.getLen() > max && npyRanges(f, ref, conf, spread, max, tasks)) {
+        continue;
       }
       cur.add(ref);
       curBytes += sz;
@@ -344,9 +334,7 @@ public final class InputPlanner {
       return false;
     }
     long inPlane = (long) shape.c() * shape.h() * shape.w() * h.type().itemSize();
-    int od = sp.output().d();
-    long perOutPlane = Math.max(1, inPlane * shape.d() / od);
-    int[][] r = io.volpool.backend.SlabRanges.ranges(od, (int) Math.min(Integer.MAX_VALUE, Math.max(1, max / perOutPlane)));
+    int[][] r = io.volpool.backend.SlabRanges.forTasks(sp.output().d(), inPlane * shape.d(), max);
     if (r.length < 2) {
       return false;
     }

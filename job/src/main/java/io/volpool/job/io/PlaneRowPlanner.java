@@ -132,9 +132,7 @@ public final class PlaneRowPlanner {
     } catch (IllegalArgumentException e) {
       return List.of(v);
     }
-    int od = sp.output().d();
-    long perPlane = Math.max(1, v.bytes() / od);
-    int[][] r = io.volpool.backend.SlabRanges.ranges(od, (int) Math.min(Integer.MAX_VALUE, Math.max(1, taskBytes / perPlane)));
+    int[][] r = io.volpool.backend.SlabRanges.forTasks(sp.output().d(), v.bytes(), taskBytes);
     if (r.length < 2) {
       return List.of(v);
     }
