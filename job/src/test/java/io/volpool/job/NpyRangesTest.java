@@ -112,7 +112,6 @@ class NpyRangesTest {
       long budgetBytes) {
     VolumeShape o = p.outputShape(s);
     Map<Integer, SlabRangesTest.Ran> out = new java.util.TreeMap<>();
-    int ohw = o.h() * o.w();
     MemoryBudget budget = new MemoryBudget(budgetBytes);
     EngineSpec spec = new EngineSpec(p, 0, ParquetBatchWriter.GAP, 4L << 10, true);
     for (List<NpyRange> task : tasks) {
@@ -130,13 +129,7 @@ class NpyRangesTest {
           int r1 = f.planes()[0][1];
           assertThat(task.stream().anyMatch(v -> v.index() == index && r0 >= v.outFrom() && r1 <= v.outTo()))
               .as("a range writes only its planes").isTrue();
-          ByteBuffer b = f.output().duplicate().order(ByteOrder.LITTLE_ENDIAN);
-          int at = (int) f.offsets()[0];
-          for (int c = 0; c < o.c(); c++) {
-            for (int i = 0; i < (r1 - r0) * ohw; i++) {
-              r.out[(c * o.d() + r0) * ohw + i] = b.getFloat(at + 4 * (c * (r1 - r0) * ohw + i));
-            }
-          }
+          SlabRangesTest.place(f, o, r.out);
         }
         SlabRangesTest.Ran first = out.get(task.get(0).index());
         first.rowsRead += run.volumesIn();

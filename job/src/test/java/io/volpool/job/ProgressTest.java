@@ -25,18 +25,26 @@ class ProgressTest {
         info(m.bytesIn().id(), bytes))).toList();
   }
 
+  /** An executor's heartbeat with task {@code taskId}'s counts so far. */
+  static SparkListenerExecutorMetricsUpdate heartbeat(JobMetrics m, long taskId, long volumes, long bytes) {
+    return new SparkListenerExecutorMetricsUpdate("0", scala.jdk.javaapi.CollectionConverters.asScala(List.of(
+        new Tuple4<Object, Object, Object, scala.collection.immutable.Seq<AccumulableInfo>>(taskId, 0, 0,
+            infos(m, volumes, bytes)))).toList(), scala.collection.immutable.Map$.MODULE$.empty());
+  }
+
+  static TaskInfo taskInfo(long taskId) {
+    return new TaskInfo(taskId, 0, 0, 0, 0L, "0", "localhost", org.apache.spark.scheduler.TaskLocality.ANY(), false);
+  }
+
   @Test
   void aRunningTaskMovesTheLineAndAFinishedOneIsNotCountedTwice() {
     SparkContext sc = SparkTests.spark().sparkContext();
     JobMetrics m = JobMetrics.register(sc);
     try (Progress p = new Progress(sc, m, 256, "volumes", System.nanoTime())) {
       assertThat(p.line()).startsWith("volpool progress: 0 of 256 volumes (0.0%)");
-      p.onExecutorMetricsUpdate(new SparkListenerExecutorMetricsUpdate("0",
-          scala.jdk.javaapi.CollectionConverters.asScala(List.of(new Tuple4<Object, Object, Object,
-              scala.collection.immutable.Seq<AccumulableInfo>>(7L, 0, 0, infos(m, 72, 72 << 20)))).toList(),
-          scala.collection.immutable.Map$.MODULE$.empty()));
+      p.onExecutorMetricsUpdate(heartbeat(m, 7L, 72, 72 << 20));
       assertThat(p.line()).as("a running task's heartbeat").startsWith("volpool progress: 72 of 256 volumes (28.1%)");
-      TaskInfo ti = new TaskInfo(7L, 0, 0, 0, 0L, "0", "localhost", org.apache.spark.scheduler.TaskLocality.ANY(), false);
+      TaskInfo ti = taskInfo(7L);
       ti.setAccumulables(infos(m, 128, 128 << 20));
       // the job's accumulators already hold the finished task when its end event arrives: not counted again
       m.volumesRead().add(128);
@@ -53,12 +61,9 @@ class ProgressTest {
     SparkContext sc = SparkTests.spark().sparkContext();
     JobMetrics m = JobMetrics.register(sc);
     try (Progress p = new Progress(sc, m, 1, "volumes", System.nanoTime(), 400L << 20)) {
-      p.onExecutorMetricsUpdate(new SparkListenerExecutorMetricsUpdate("0",
-          scala.jdk.javaapi.CollectionConverters.asScala(List.of(new Tuple4<Object, Object, Object,
-              scala.collection.immutable.Seq<AccumulableInfo>>(7L, 0, 0, infos(m, 0, 100 << 20)))).toList(),
-          scala.collection.immutable.Map$.MODULE$.empty()));
+      p.onExecutorMetricsUpdate(heartbeat(m, 7L, 0, 100 << 20));
       assertThat(p.line()).startsWith("volpool progress: 0 of 1 volumes (25.0% of the bytes)").contains("left");
-      TaskInfo ti = new TaskInfo(7L, 0, 0, 0, 0L, "0", "localhost", org.apache.spark.scheduler.TaskLocality.ANY(), false);
+      TaskInfo ti = taskInfo(7L);
       ti.setAccumulables(infos(m, 1, 101 << 20));
       p.onTaskEnd(new SparkListenerTaskEnd(0, 0, "ResultTask", org.apache.spark.Success$.MODULE$, ti, null, null));
       assertThat(p.line()).as("the volume counted at its first range: not done").startsWith(

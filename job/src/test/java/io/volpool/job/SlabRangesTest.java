@@ -72,6 +72,20 @@ class SlabRangesTest {
     }
   }
 
+  /** Puts the output row {@code f} (planes {@code [d0, d1)} of every channel) where it lies in a whole volume {@code o}. */
+  static void place(BatchRunner.Finished f, VolumeShape o, float[] out) {
+    int ohw = o.h() * o.w();
+    int r0 = f.planes()[0][0];
+    int r1 = f.planes()[0][1];
+    ByteBuffer b = f.output().duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    int at = (int) f.offsets()[0];
+    for (int c = 0; c < o.c(); c++) {
+      for (int i = 0; i < (r1 - r0) * ohw; i++) {
+        out[(c * o.d() + r0) * ohw + i] = b.getFloat(at + 4 * (c * (r1 - r0) * ohw + i));
+      }
+    }
+  }
+
   static Ran run(Path dir, List<PlaneVolume> volumes, Pipeline p, VolumeShape s, long budgetBytes) {
     Configuration conf = new Configuration();
     org.apache.hadoop.fs.Path file = new org.apache.hadoop.fs.Path(dir.resolve("x.parquet").toUri());
@@ -83,7 +97,6 @@ class SlabRangesTest {
     }
     VolumeShape o = p.outputShape(s);
     Ran r = new Ran(o);
-    int ohw = o.h() * o.w();
     MemoryBudget budget = new MemoryBudget(budgetBytes);
     EngineSpec spec = new EngineSpec(p, 0, ParquetBatchWriter.GAP, 4L << 10, true);
     // each entry alone, as its own task would run it
@@ -92,15 +105,7 @@ class SlabRangesTest {
           SlabVolumes run = new SlabVolumes(List.of(v), new PlaneRowsInput(layout, conf, budget, new PhaseTimes()), cpu, 0,
               spec, budget, new TaskState(), "test")) {
         for (BatchRunner.Finished f = run.next(); f != null; f = run.next()) {
-          int r0 = f.planes()[0][0];
-          int r1 = f.planes()[0][1];
-          ByteBuffer b = f.output().duplicate().order(ByteOrder.LITTLE_ENDIAN);
-          int at = (int) f.offsets()[0];
-          for (int c = 0; c < o.c(); c++) {
-            for (int i = 0; i < (r1 - r0) * ohw; i++) {
-              r.out[(c * o.d() + r0) * ohw + i] = b.getFloat(at + 4 * (c * (r1 - r0) * ohw + i));
-            }
-          }
+          place(f, o, r.out);
         }
         r.rowsRead += run.volumesIn();
         r.bytesIn += run.bytesIn();
