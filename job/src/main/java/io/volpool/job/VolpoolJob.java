@@ -321,7 +321,8 @@ public final class VolpoolJob {
       return p;
     }
     Planning then = Planning.of(earlier.planning());
-    Planned again = then == null ? null : withInput(p, planInput(s, p.conf(), p.pipeline(), p.layout(), then), then);
+    Planned again = then == null ? null : withInput(p, planInput(s, p.conf(), p.pipeline(), p.layout(), p.rowsOut(), then),
+        then);
     if (again == null || !again.manifest().planning().equals(earlier.planning())) {
       LOG.warn("volpool: run {} planned its tasks otherwise ({}; now {}); none of its tasks can be matched, all run again",
           out.resumes(), earlier.planning(), p.manifest().planning());
@@ -374,21 +375,24 @@ public final class VolpoolJob {
     }
   }
 
-  /** The input planned with {@code pl}: .npy files or Parquet splits, then volumes stored across rows as their ranges. */
+  /**
+   * The input planned with {@code pl}: .npy files or Parquet splits, or volumes stored across rows. Written
+   * across rows ({@code rowsOut}), a volume larger than a task (stored across rows, or a C-order .npy) runs as
+   * ranges of its output planes in several tasks, unless {@code pl} says not to spread.
+   */
   private static InputPlanner.Plan planInput(JobSettings s, Configuration conf, Pipeline pipeline, TensorLayout layout,
-      Planning pl) throws IOException {
-    return planInput(s, conf, pipeline, layout, pl, f -> true);
+      boolean rowsOut, Planning pl) throws IOException {
+    return planInput(s, conf, pipeline, layout, rowsOut, pl, f -> true);
   }
 
   /** As above over the input files {@code take} accepts (an appending run's new ones). */
   private static InputPlanner.Plan planInput(JobSettings s, Configuration conf, Pipeline pipeline, TensorLayout layout,
-      Planning pl, java.util.function.Predicate<org.apache.hadoop.fs.FileStatus> take) throws IOException {
+      boolean rowsOut, Planning pl, java.util.function.Predicate<org.apache.hadoop.fs.FileStatus> take) throws IOException {
+    boolean spread = pl.spread() && rowsOut;
     if (layout != null && layout.planeRows()) {
       return PlaneRowPlanner.plan(s.input(), layout, conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(),
-          s.outputFormat() == FileFormat.NPY || !pl.spread() ? null : pipeline, take);
+          spread ? pipeline : null, take);
     }
-    // written across rows (Parquet), a C-order .npy volume larger than a task runs as ranges of its planes
-    boolean spread = pl.spread() && s.outputFormat() != FileFormat.NPY && s.outputLayout() == OutputLayout.ROWS;
     return s.inputFormat() == FileFormat.NPY
         ? InputPlanner.npy(s.input(), conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(), take, spread ? pipeline : null)
         : InputPlanner.parquet(s.input(), conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(), take);
@@ -517,7 +521,7 @@ public final class VolpoolJob {
       String base = inputPath.getFileSystem(conf).makeQualified(inputPath).toUri().getPath();
       take = f -> added.contains(relative(base, f));
     }
-    InputPlanner.Plan plan = planInput(s, conf, pipeline, layout, planning, take);
+    InputPlanner.Plan plan = planInput(s, conf, pipeline, layout, rowsOut, planning, take);
     if (planeRows) {
       // volumes stored across rows: the rows of each volume are found and checked on the driver
       // written across rows (Parquet), a volume larger than a task runs as ranges of its planes in several tasks
