@@ -218,8 +218,10 @@ public final class VolpoolJob {
       throw e;
     }
     JobMetrics metrics = JobMetrics.register(spark.sparkContext());
-    LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}", s.input(),
-        out.output(), describe(p.pipeline()), s.device(), p.input().files(), p.input().tasks().size(), out.staging());
+    // the application ID: where its executors' logs are (SPARK_HOME/work/<id>, yarn logs) and its name in the history server
+    LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}, application {}",
+        s.input(), out.output(), describe(p.pipeline()), s.device(), p.input().files(), p.input().tasks().size(),
+        out.staging(), spark.sparkContext().applicationId());
     long npyRanges = p.input().tasks().stream().mapToLong(t -> t.ranges().size()).sum();
     if (npyRanges > 0) {
       // said of the plan that runs: a resumed run's is the earlier run's

@@ -238,14 +238,21 @@ class ClusterIT {
     return n;
   }
 
-  /** The stderr of the executor that {@code worker} ran for the application the submit log names. */
-  static String executorLog(Path worker, String submitLog) throws IOException {
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("app-[0-9]+-[0-9]+").matcher(submitLog);
-    String app = m.find() ? m.group() : "";
-    try (Stream<Path> s = Files.walk(worker)) {
-      Path p = s.filter(f -> f.toString().contains(app) && f.getFileName().toString().equals("stderr")).findFirst()
-          .orElseThrow(() -> new AssertionError("no executor stderr of " + app + " under " + worker));
-      return Files.readString(p);
+  /**
+   * The stderr of every executor that {@code worker} ran for the application the submit log names (the job's start line
+   * says it): the workers keep earlier tests' applications, whose executors must not stand in for this one's.
+   */
+  static List<String> executorLogs(Path worker, String submitLog) throws IOException {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("application (app-[0-9]+-[0-9]+)").matcher(submitLog);
+    assertThat(m.find()).as("the job's start line names its application: " + submitLog).isTrue();
+    Path app = worker.resolve(m.group(1));
+    try (Stream<Path> s = Files.walk(app)) {
+      List<String> logs = new ArrayList<>();
+      for (Path p : s.filter(f -> f.getFileName().toString().equals("stderr")).sorted().toList()) {
+        logs.add(Files.readString(p));
+      }
+      assertThat(logs).as("executor stderr of " + app).isNotEmpty();
+      return logs;
     }
   }
 
@@ -272,10 +279,11 @@ class ClusterIT {
     // the plugin warmed each executor when it started, with the job's settings: here no GPU, so the
     // CPU fallback of device=auto, chosen once, before the first task
     for (String w : List.of("worker0", "worker1")) {
-      String stderr = executorLog(dir.resolve(w), log);
-      assertThat(stderr).as(w).contains("volpool warm-up done in").contains("nothing to warm on cpu");
-      assertThat(stderr.indexOf("volpool warm-up done")).as(w + ": the warm-up before the first task")
-          .isLessThan(stderr.indexOf("Running task"));
+      for (String stderr : executorLogs(dir.resolve(w), log)) {
+        assertThat(stderr).as(w).contains("volpool warm-up done in").contains("nothing to warm on cpu");
+        assertThat(stderr.indexOf("volpool warm-up done")).as(w + ": the warm-up before the first task")
+            .isLessThan(stderr.indexOf("Running task"));
+      }
     }
     assertThat(CrashTest.parquetChecksum(out)).isEqualTo(CrashTest.parquetChecksum(local));
   }
