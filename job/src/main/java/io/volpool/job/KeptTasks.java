@@ -6,6 +6,7 @@ import io.volpool.job.io.InputPlanner;
 import io.volpool.spark.TaskPlan;
 import java.io.IOException;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.SortedMap;
 import java.util.TreeMap;
@@ -75,7 +76,7 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
         try {
           FileSystem fs = io.volpool.io.Files2.fs(e.getValue(), conf);
           if (fs.getFileStatus(e.getValue()).isDirectory()) {
-            c = countFolder(e.getValue(), t, npyOut, rowsOut, planeRows, fingerprint, conf);
+            c = countFolder(e.getValue(), t, npyOut, rowsOut, planeRows, fingerprint, conf, out.staging());
           } else {
             // an upload record (S3): the files are not readable before the commit completes them, which counts them
             c = rowsOut || planeRows || npyOut ? null : planned(t, planeRows);
@@ -119,12 +120,79 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
   }
 
   /**
+   * The counts of a committed task that wrote its planes into .npy files in place: its markers must name
+   * exactly the planes its plan runs (the planes are in the staged files, durable before the markers were
+   * written); null when they do not.
+   */
+  private static CommittedOutput.TaskCounts inPlace(TaskPlan t, List<io.volpool.io.npy.NpyPlanesInPlace.Marker> markers,
+      boolean planeRows) {
+    Map<String, SortedMap<Integer, Integer>> want = new TreeMap<>();
+    Map<String, Boolean> whole = new TreeMap<>();
+    long starts = 0;
+    for (io.volpool.io.npy.NpyRange r : t.ranges()) {
+      want.computeIfAbsent(r.file().relative() + "#" + r.index(), k -> new TreeMap<>()).put(r.outFrom(), r.outTo());
+    }
+    for (io.volpool.io.PlaneVolume v : t.volumes()) {
+      String key = io.volpool.io.npy.NpyVolumeWriter.fileName(v.id(), v.record()) + "#0";
+      int[] planes = v.outputPlanes();
+      if (planes == null) {
+        whole.put(key, true);
+        starts++;
+      } else {
+        want.computeIfAbsent(key, k -> new TreeMap<>()).put(planes[0], planes[1]);
+        starts += planes[0] == 0 ? 1 : 0;
+      }
+    }
+    Map<String, SortedMap<Integer, Integer>> got = new TreeMap<>();
+    for (io.volpool.io.npy.NpyPlanesInPlace.Marker m : markers) {
+      String key = m.relative() + "#" + m.index();
+      if (whole.containsKey(key) && (m.d0() != 0 || m.d1() != m.planes())) {
+        return null;
+      }
+      if (!whole.containsKey(key)) {
+        got.computeIfAbsent(key, k -> new TreeMap<>()).put(m.d0(), m.d1());
+      } else {
+        whole.put(key, false);
+      }
+    }
+    if (whole.containsValue(true) || !got.keySet().equals(want.keySet())) {
+      return null;
+    }
+    for (String k : want.keySet()) {
+      List<int[]> a = io.volpool.io.npy.NpyPlanesInPlace.Marker.merge(want.get(k));
+      List<int[]> b = io.volpool.io.npy.NpyPlanesInPlace.Marker.merge(got.get(k));
+      if (a.size() != b.size() || java.util.stream.IntStream.range(0, a.size())
+          .anyMatch(i -> !java.util.Arrays.equals(a.get(i), b.get(i)))) {
+        return null;
+      }
+    }
+    if (!t.ranges().isEmpty()) {
+      return planned(t, planeRows);
+    }
+    CommittedOutput.TaskCounts p = planned(t, planeRows);
+    return new CommittedOutput.TaskCounts(p.read(), starts, starts, p.slabbed());
+  }
+
+  /**
    * The counts of a committed task's folder (Rename commits), or null when its files were made by another
    * fingerprint or do not hold what its plan reads.
    */
   private static CommittedOutput.TaskCounts countFolder(Path dir, TaskPlan t, boolean npyOut, boolean rowsOut,
-      boolean planeRows, String fingerprint, Configuration conf) throws IOException {
+      boolean planeRows, String fingerprint, Configuration conf, Path staging) throws IOException {
     FileSystem fs = io.volpool.io.Files2.fs(dir, conf);
+    if (npyOut) {
+      List<io.volpool.io.npy.NpyPlanesInPlace.Marker> markers = io.volpool.io.npy.NpyPlanesInPlace.Marker.read(fs, dir);
+      if (!markers.isEmpty() || !t.ranges().isEmpty()) {
+        for (io.volpool.io.npy.NpyPlanesInPlace.Marker m : markers) {
+          // the planes are in the staged file: without it, the markers name planes that are nowhere
+          if (!fs.exists(new Path(staging.toString() + "/" + io.volpool.io.npy.NpyPlanesInPlace.FILES + "/"
+              + m.relative()))) {
+            return null;
+          }
+        }
+        return inPlace(t, markers, planeRows);
+      }
+    }
     if (!npyOut) {
       org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it = fs.listFiles(dir, true);
       while (it.hasNext()) {

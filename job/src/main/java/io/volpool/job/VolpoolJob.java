@@ -323,7 +323,8 @@ public final class VolpoolJob {
       return p;
     }
     Planning then = Planning.of(earlier.planning());
-    Planned again = then == null ? null : withInput(p, planInput(s, p.conf(), p.pipeline(), p.layout(), p.rowsOut(), then),
+    Planned again = then == null ? null : withInput(p, planInput(s, p.conf(), p.pipeline(), p.layout(),
+        p.rowsOut() || p.outSpec().npyInPlace(), then),
         then);
     if (again == null || !again.manifest().planning().equals(earlier.planning())) {
       LOG.warn("volpool: run {} planned its tasks otherwise ({}; now {}); none of its tasks can be matched, all run again",
@@ -378,19 +379,20 @@ public final class VolpoolJob {
   }
 
   /**
-   * The input planned with {@code pl}: .npy files or Parquet splits, or volumes stored across rows. Written
-   * across rows ({@code rowsOut}), a volume larger than a task (stored across rows, or a C-order .npy) runs as
-   * ranges of its output planes in several tasks, unless {@code pl} says not to spread.
+   * The input planned with {@code pl}: .npy files or Parquet splits, or volumes stored across rows. When the
+   * output takes a volume's planes from several tasks ({@code rangesOut}: written across rows, or .npy written
+   * in place), a volume larger than a task (stored across rows, or a C-order .npy) runs as ranges of its output
+   * planes in several tasks, unless {@code pl} says not to spread.
    */
   private static InputPlanner.Plan planInput(JobSettings s, Configuration conf, Pipeline pipeline, TensorLayout layout,
-      boolean rowsOut, Planning pl) throws IOException {
-    return planInput(s, conf, pipeline, layout, rowsOut, pl, f -> true);
+      boolean rangesOut, Planning pl) throws IOException {
+    return planInput(s, conf, pipeline, layout, rangesOut, pl, f -> true);
   }
 
   /** As above over the input files {@code take} accepts (an appending run's new ones). */
   private static InputPlanner.Plan planInput(JobSettings s, Configuration conf, Pipeline pipeline, TensorLayout layout,
-      boolean rowsOut, Planning pl, java.util.function.Predicate<org.apache.hadoop.fs.FileStatus> take) throws IOException {
-    boolean spread = pl.spread() && rowsOut;
+      boolean rangesOut, Planning pl, java.util.function.Predicate<org.apache.hadoop.fs.FileStatus> take) throws IOException {
+    boolean spread = pl.spread() && rangesOut;
     if (layout != null && layout.planeRows()) {
       return PlaneRowPlanner.plan(s.input(), layout, conf, pl.maxPartitionBytes(), pl.openCost(), pl.cores(),
           spread ? pipeline : null, take);
@@ -504,6 +506,9 @@ public final class VolpoolJob {
     }
     // across rows when the input is, or when asked: then a volume larger than output.rowBytes takes several rows
     boolean rowsOut = !npyOut && (planeRows || s.outputLayout() == OutputLayout.ROWS);
+    // .npy output on a local or shared POSIX filesystem: a volume's planes go by position into its one file, from
+    // any task (so a volume is spread over tasks, and has no size limit); elsewhere a .npy is written by one task
+    boolean npyInPlace = npyOut && io.volpool.io.npy.NpyPlanesInPlace.supports(new Path(s.output()), conf);
     // the run's manifest: what decides its results and the input it reads; its fingerprint goes into every footer
     Map<String, String> provenance = provenance(s, pipeline, files);
     io.volpool.job.commit.RunManifest manifest = new io.volpool.job.commit.RunManifest(
@@ -523,7 +528,7 @@ public final class VolpoolJob {
       String base = inputPath.getFileSystem(conf).makeQualified(inputPath).toUri().getPath();
       take = f -> added.contains(relative(base, f));
     }
-    InputPlanner.Plan plan = planInput(s, conf, pipeline, layout, rowsOut, planning, take);
+    InputPlanner.Plan plan = planInput(s, conf, pipeline, layout, rowsOut || npyInPlace, planning, take);
     if (planeRows) {
       // volumes stored across rows: the rows of each volume are found and checked on the driver
       // written across rows (Parquet), a volume larger than a task runs as ranges of its planes in several tasks
@@ -539,7 +544,8 @@ public final class VolpoolJob {
     provenance.put("volpool.fingerprint", manifest.fingerprint());
     OutputSpec outSpec = new OutputSpec(s.outputFormat(),
         (layout == null ? TensorLayout.npyOutputSchema(rowsOut) : layout.outputSchema(rowsOut)).toString(),
-        layout == null ? List.of() : layout.passthrough(), codec(s), ROW_GROUP_BYTES, provenance, s.outputRowBytes());
+        layout == null ? List.of() : layout.passthrough(), codec(s), ROW_GROUP_BYTES, provenance, s.outputRowBytes(),
+        npyInPlace);
     RunSpec spec = runSpec(s, spark, pipeline, s.inputFormat(), layout, npyOut ? 0 : ParquetBatchWriter.GAP, rowsOut);
     if (local) {
       io.volpool.exec.ExecutorRuntime.budgetBytes(spec.settings()); // a budget the heap cannot hold
@@ -617,6 +623,20 @@ public final class VolpoolJob {
       new ParquetBatchWriter(new Path(committedTo, "part-00000-empty.parquet"), p.outSpec(), p.conf(),
           new io.volpool.backend.PhaseTimes()).close();
     }
+    if (p.outSpec().npyInPlace()) {
+      // the files the tasks wrote in place join the output's other files, to be counted with them
+      FileSystem fs = io.volpool.io.Files2.fs(committedTo, p.conf());
+      Path files = new Path(committedTo, io.volpool.io.npy.NpyPlanesInPlace.FILES);
+      if (fs.exists(files)) {
+        for (org.apache.hadoop.fs.FileStatus f : fs.listStatus(files)) {
+          io.volpool.io.Files2.merge(fs, f, committedTo, existing -> {
+            throw new io.volpool.io.BadRecordException("output file " + existing.getName(), "two inputs write it: each"
+                + " .npy output is named by its input file or its volume's id, so these must be unique");
+          });
+        }
+        fs.delete(files, true);
+      }
+    }
     CommittedOutput committed = CommittedOutput.count(committedTo, p.npyOut(), p.rowsOut(), p.conf());
     if (before != null) {
       committed = committed.minus(before);
@@ -624,6 +644,11 @@ public final class VolpoolJob {
     // what this run's tasks counted, and what the kept tasks' files and plans hold
     CommittedOutput.check(committed, p.input(), CommittedOutput.TaskCounts.of(metrics).plus(kept.counts()), p.npyIn(),
         p.npyOut(), p.rowsOut(), out.output().toString());
+    if (p.outSpec().npyInPlace()) {
+      // the ranges' markers were counted: the output holds the .npy files only
+      io.volpool.io.Files2.fs(committedTo, p.conf()).delete(new Path(committedTo,
+          io.volpool.io.npy.NpyPlanesInPlace.MARKERS), true);
+    }
     RunSummary summary = summary(s, out, metrics, p.pipeline(), p.input(), committed, p.outSpec().metadata(),
         (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, p.spec(), timeline,
         p.append() != null ? p.append().describe() : kept.describe(out, p.input()));

@@ -328,6 +328,43 @@ class ClusterIT {
   }
 
   /**
+   * One .npy volume larger than a task, written as .npy to the shared filesystem: its ranges run on both
+   * executors, each writing its planes by position into the one staged file; the output equals a local
+   * run with the volume in one task byte for byte.
+   */
+  @Test
+  void anNpyVolumesRangesOnBothWorkersWriteOneNpyInPlace(@TempDir Path tmp) throws Exception {
+    io.volpool.op.VolumeShape s = new io.volpool.op.VolumeShape(2, 1024, 32, 32); // 4 MiB of int16
+    NpyRangesTest.writeNpy(tmp.resolve("in/big.npy"), "<i2", new long[] {s.c(), s.d(), s.h(), s.w()},
+        NpyRangesTest.values("<i2", s.numel(), 9));
+    Path local = tmp.resolve("local");
+    SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "input.format", "npy",
+        "output", local.toString(), "output.format", "npy", "pipeline", "avgpool3d", "device", "cpu",
+        "input.spreadVolumes", "false"));
+    assertThat(r.code()).as(r.err()).isZero();
+    Path out = tmp.resolve("cluster-out");
+    int[] code = new int[1];
+    Path events = Files.createDirectories(tmp.resolve("events"));
+    String log = submit(tmp.resolve("submit.log"), code, "spark.volpool.input=" + tmp.resolve("in"),
+        "spark.volpool.input.format=npy", "spark.volpool.output=" + out, "spark.volpool.output.format=npy",
+        "spark.volpool.pipeline=avgpool3d", "spark.volpool.device=cpu", "spark.volpool.output.sharedFilesystem=true",
+        "spark.sql.files.maxPartitionBytes=300k", "spark.sql.files.openCostInBytes=0", "spark.eventLog.enabled=true",
+        "spark.eventLog.compress=false", "spark.eventLog.dir=" + events.toUri(),
+        "spark.scheduler.minRegisteredResourcesRatio=1.0", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
+        "spark.locality.wait=0");
+    assertThat(code[0]).as(log).isZero();
+    assertThat(log).contains("ranges of output planes in").contains("volumes       1 in, 1 out");
+    java.util.Set<String> ranOn = new java.util.HashSet<>();
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"Event\":\"SparkListenerTaskEnd\".*?\"Executor ID\":\"([0-9]+)\"")
+        .matcher(eventLog(events));
+    while (m.find()) {
+      ranOn.add(m.group(1));
+    }
+    assertThat(ranOn).as("executors that wrote ranges").hasSize(2);
+    NpyOutputInPlaceTest.assertSameFiles(local, out, "big.npy");
+  }
+
+  /**
    * A range task lost with its executor (SIGKILL once some of the volume's ranges have ended): Spark runs
    * it again elsewhere, and the output equals one local task's bit for bit: no range missing or twice.
    */

@@ -16,9 +16,11 @@ import java.util.Map;
  * @param rowGroupBytes the Parquet writer's row-group size hint (volpool writes one row group per batch)
  * @param metadata key-value metadata written into every Parquet footer
  * @param rowBytes with volumes stored across rows (the schema has {@code d0}/{@code d1}), the most data per row
+ * @param npyInPlace .npy output whose volumes run in ranges of planes (or in slabs) is written by position into
+ *     the staged file ({@link io.volpool.io.npy.NpyPlanesInPlace}): the output is on a POSIX filesystem
  */
 public record OutputSpec(io.volpool.conf.FileFormat format, String schema, List<String> passthrough, String codec, long rowGroupBytes,
-    Map<String, String> metadata, long rowBytes) implements Serializable {
+    Map<String, String> metadata, long rowBytes, boolean npyInPlace) implements Serializable {
   public boolean isNpy() {
     return format == io.volpool.conf.FileFormat.NPY;
   }

@@ -4,6 +4,7 @@ import io.volpool.backend.Phase;
 import io.volpool.exec.BatchRunner;
 import io.volpool.exec.TaskState;
 import io.volpool.io.npy.NpyBatchWriter;
+import io.volpool.io.npy.NpyPlanesInPlace;
 import io.volpool.io.npy.NpyVolumeWriter;
 import io.volpool.io.OutputSpec;
 import io.volpool.io.parquet.ParquetBatchWriter;
@@ -136,6 +137,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
       final Map<String, ParquetBatchWriter> parquet = new LinkedHashMap<>();
       NpyBatchWriter npy;
       NpyVolumeWriter npyVolumes;
+      NpyPlanesInPlace npyInPlace;
       /** The task's measurements, which arrive with its output (none when the task has no output). */
       TaskState state;
 
@@ -155,6 +157,17 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
 
       private void writeBatch(BatchRunner.Finished f) throws IOException {
         state = f.task();
+        if (spec.isNpy() && f.planes() != null && spec.npyInPlace()) {
+          // ranges of planes (of a volume spread over tasks, or run in slabs): by position into the staged file
+          if (npyInPlace == null) {
+            npyInPlace = new NpyPlanesInPlace(getOutputPath(ctx), work, conf, state.times());
+          }
+          for (int i = 0; i < f.items().size(); i++) {
+            npyInPlace.write(f.items().get(i), f.outShape(), f.dtype(), f.output(), f.offsets()[i], f.planes()[i][0],
+                f.planes()[i][1]);
+          }
+          return;
+        }
         if (spec.isNpy() && f.planes() != null) {
           // volumes stored across rows: one .npy per volume, named by its id, filled as its rows come
           if (npyVolumes == null) {
@@ -218,6 +231,11 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
         if (npyVolumes != null) {
           npyVolumes.close();
           state.wrote(npyVolumes.files(), npyVolumes.files(), npyVolumes.files());
+        }
+        if (npyInPlace != null) {
+          // durable, then marked: the task commit publishes the markers of planes that are on disk
+          npyInPlace.close();
+          state.wrote(npyInPlace.starts(), npyInPlace.starts(), npyInPlace.files());
         }
         if (first != null) {
           throw first;

@@ -24,8 +24,9 @@ import org.apache.parquet.hadoop.metadata.BlockMetaData;
  * @param rows Parquet rows they hold (.npy: volumes)
  * @param volumes volumes they hold: for output across rows, the distinct ids that have a row starting at plane 0
  * @param repeatedStart for output across rows, an id with more than one row starting at plane 0 (null if none)
- * @param planeProblem for output across rows, a volume whose rows do not hold its output planes exactly once
- *     (a range of planes missing or written twice), named with the planes; null if every volume's are whole
+ * @param planeProblem for output across rows (or .npy written in place), a volume whose rows (ranges) do not hold its
+ *     output planes exactly once (a range of planes missing or written twice, named with the planes), or a .npy
+ *     file whose size is not what its header says; null if every volume's are whole
  */
 public record CommittedOutput(long files, long rows, long volumes, String repeatedStart, String planeProblem) {
   public CommittedOutput(long files, long rows, long volumes, String repeatedStart) {
@@ -54,14 +55,28 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
     java.util.Set<String> started = new java.util.HashSet<>();
     java.util.Map<String, java.util.List<long[]>> planes = new java.util.HashMap<>();
     String[] repeated = {null};
+    String sizeProblem = null;
+    // volumes written in place by ranges of planes: each volume of each such file has its planes once (said before a
+    // file short of its last planes is found unreadable)
+    String tiles = npy ? io.volpool.io.npy.NpyPlanesInPlace.Marker.tiles(io.volpool.io.npy.NpyPlanesInPlace.Marker.read(
+        fs, staging)) : null;
+    if (tiles != null) {
+      return new CommittedOutput(files.size(), 0, 0, null, tiles);
+    }
     for (FileStatus f : files) {
       if (npy) {
         try (FSDataInputStream in = fs.open(f.getPath())) {
           byte[] prefix = new byte[NpyHeader.prefixBytes(f.getLen(), NpyHeader.DEFAULT_MAX_HEADER_BYTES)];
           in.readFully(prefix);
-          long[] s = NpyHeader.parse(prefix, f.getLen(), f.getPath().toString(), NpyHeader.DEFAULT_MAX_HEADER_BYTES)
-              .shape();
+          NpyHeader h = NpyHeader.parse(prefix, f.getLen(), f.getPath().toString(), NpyHeader.DEFAULT_MAX_HEADER_BYTES);
+          long[] s = h.shape();
           volumes += s.length == 5 ? s[0] : 1;
+          long want = h.dataOffset() + h.numel() * h.itemSize();
+          if (f.getLen() != want && sizeProblem == null) {
+            // a file written in place whose last planes never reached the disk, or one cut short
+            sizeProblem = "the committed output " + f.getPath().getName() + " holds " + f.getLen() + " bytes where its"
+                + " header says " + want;
+          }
         }
       } else if (rowsOut) {
         // a volume across rows is its id's row that starts at plane 0: counted from the rows a reader will find;
@@ -89,7 +104,10 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
         }
       }
     }
-    return rowsOut && !npy ? new CommittedOutput(files.size(), volumes, started.size(), repeated[0], planeProblem(planes))
+    if (npy) {
+      return new CommittedOutput(files.size(), volumes, volumes, null, sizeProblem);
+    }
+    return rowsOut ? new CommittedOutput(files.size(), volumes, started.size(), repeated[0], planeProblem(planes))
         : new CommittedOutput(files.size(), volumes, volumes, null);
   }
 

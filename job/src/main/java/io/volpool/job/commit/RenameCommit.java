@@ -49,7 +49,8 @@ final class RenameCommit extends OutputCommit {
   /**
    * A taken-over staging holds the committed tasks' folders and the attempts that never committed (a
    * killed run's, under {@code _temporary/0/_temporary}); the latter go, and so does anything a job
-   * commit had merged already (the run died in its commit: its tasks are run again rather than sorted out).
+   * commit had merged already (the run died in its commit: its tasks are run again rather than sorted out),
+   * but the .npy files tasks write in place, which hold the kept tasks' planes.
    */
   private void keepCommittedTasksOnly() throws IOException {
     if (!fs.exists(staging)) {
@@ -60,7 +61,9 @@ final class RenameCommit extends OutputCommit {
       fs.delete(attempts, true);
     }
     for (FileStatus st : fs.listStatus(staging)) {
-      if (!st.getPath().getName().equals("_temporary")) {
+      // kept too: the .npy files the committed tasks wrote their planes into in place
+      if (!st.getPath().getName().equals("_temporary")
+          && !st.getPath().getName().equals(io.volpool.io.npy.NpyPlanesInPlace.FILES)) {
         LOG.warn("volpool: {} holds {} from a job commit the resumed run did not finish; removed, its tasks run again",
             staging, st.getPath().getName());
         fs.delete(st.getPath(), true);

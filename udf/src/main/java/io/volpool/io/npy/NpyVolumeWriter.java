@@ -94,7 +94,7 @@ public final class NpyVolumeWriter implements AutoCloseable {
   }
 
   /** The file name of a volume's output: its id and {@code .npy}; an id that cannot name a file is refused. */
-  static String fileName(String id, String record) {
+  public static String fileName(String id, String record) {
     if (id.isEmpty() || id.equals(".") || id.equals("..") || id.startsWith(".") || id.contains("/")
         || id.contains("\\") || id.chars().anyMatch(ch -> ch < 0x20 || ch == 0x7f)) {
       throw new BadRecordException(record, "its id cannot name an output .npy file (it must be non-empty, not start"

@@ -1,0 +1,284 @@
+package io.volpool.io.npy;
+
+import io.volpool.backend.Phase;
+import io.volpool.backend.PhaseTimes;
+import io.volpool.format.Dtype;
+import io.volpool.format.Npy;
+import io.volpool.io.VolumeSource;
+import io.volpool.op.VolumeShape;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * Writes ranges of a volume's output planes, from any task in any order, by position into the one
+ * {@code .npy} the volume belongs to, where the job commit publishes it: so a volume spread over many
+ * tasks, or of any size, is written once, with no part joined or copied afterwards. For outputs on a
+ * local or shared POSIX filesystem ({@link #supports}: {@code file:}), where tasks on every host see one file.
+ *
+ * <p>The commit protocol stays the job's: a task writes its planes into the staged file ({@link #FILES}), makes them
+ * durable ({@code fsync}) when it closes, and only then writes one marker per range it wrote into its own work
+ * folder ({@code _volpool_planes/<file>/<volume>.<d0>-<d1>}, holding the volume's planes and the file's
+ * volumes), which the task commit publishes like any file. The driver counts the committed markers: every
+ * volume's output planes once, or the run fails ({@link Marker#tiles}); it then removes them. A failed or
+ * speculative attempt writes the same planes as the one that commits (the output is a function of the
+ * input), so a partial write is overwritten by the attempt that commits. Every range writes the file's header,
+ * the same bytes. Owned by the task's output writer.
+ */
+public final class NpyPlanesInPlace implements AutoCloseable {
+  /** The folder of the markers, in a task's work folder and then in the staged output (hidden from readers). */
+  public static final String MARKERS = "_volpool_planes";
+  /**
+   * The folder of the files being written in place, in the staged output: a resumed run keeps it with the
+   * committed tasks (it removes what else a dead run left there); the driver moves its files into the output
+   * once every task has committed.
+   */
+  public static final String FILES = "_volpool_inplace";
+
+  private final Path staged;
+  private final Path work;
+  private final Configuration conf;
+  private final PhaseTimes times;
+  /** Open files by their path under the output. */
+  private final Map<String, FileChannel> open = new LinkedHashMap<>();
+  /** Planes written, by file and volume: {@code relative -> index -> d0 -> d1}, with the volume's planes and volumes. */
+  private final Map<String, Map<Integer, TreeMap<Integer, Integer>>> written = new LinkedHashMap<>();
+  private final Map<String, int[]> sizes = new LinkedHashMap<>();
+  private long starts;
+  private long files;
+
+  /**
+   * @param staged the folder the job commit publishes (the committer's output path): files go to
+   *     {@code staged/_volpool_inplace/<relative path>}
+   * @param work the task attempt's work folder, where its markers go
+   */
+  public NpyPlanesInPlace(Path staged, Path work, Configuration conf, PhaseTimes times) {
+    this.staged = staged;
+    this.work = work;
+    this.conf = conf;
+    this.times = times;
+  }
+
+  /** Whether tasks can write by position into one file under {@code output}: a local or shared POSIX filesystem. */
+  public static boolean supports(Path output, Configuration conf) throws IOException {
+    return "file".equals(io.volpool.io.Files2.fs(output, conf).getUri().getScheme());
+  }
+
+  /** Volumes whose planes from plane 0 this task wrote (each volume counts once over all its ranges). */
+  public long starts() {
+    return starts;
+  }
+
+  /** Files whose first volume's planes from plane 0 this task wrote (each file counts once). */
+  public long files() {
+    return files;
+  }
+
+  /**
+   * Writes output planes {@code [d0, d1)} of every channel of the volume of {@code item}, laid out
+   * {@code [C, d1 - d0, H, W]} in {@code out} from byte {@code offset}.
+   */
+  public void write(VolumeSource item, VolumeShape outShape, Dtype dtype, ByteBuffer out, long offset, int d0, int d1)
+      throws IOException {
+    long t0 = System.nanoTime();
+    VolumeSource.NpyPlace place = item.npyPlace();
+    String relative = place != null ? place.file().ref().relative() : NpyVolumeWriter.fileName(item.outputId(), item.record());
+    int index = place != null ? place.index() : 0;
+    long[] leading = place != null ? place.file().leading() : new long[0];
+    int count = place != null ? place.file().count() : 1;
+    long[] shape = new long[leading.length + 4];
+    System.arraycopy(leading, 0, shape, 0, leading.length);
+    for (int k = 0; k < 4; k++) {
+      shape[leading.length + k] = outShape.toArray()[k];
+    }
+    byte[] header = Npy.header(shape, dtype);
+    FileChannel ch = open.get(relative);
+    if (ch == null) {
+      ch = open(relative);
+      writeFully(ch, ByteBuffer.wrap(header), 0);
+      open.put(relative, ch);
+    }
+    long planeBytes = (long) outShape.h() * outShape.w() * dtype.itemSize();
+    long volumeAt = header.length + index * outShape.numel() * dtype.itemSize();
+    int n = d1 - d0;
+    for (int c = 0; c < outShape.c(); c++) {
+      ByteBuffer part = out.slice((int) (offset + c * n * planeBytes), (int) (n * planeBytes));
+      writeFully(ch, part, volumeAt + ((long) c * outShape.d() + d0) * planeBytes);
+    }
+    written.computeIfAbsent(relative, r -> new TreeMap<>()).computeIfAbsent(index, i -> new TreeMap<>()).put(d0, d1);
+    sizes.put(relative, new int[] {outShape.d(), count});
+    if (d0 == 0) {
+      starts++;
+      if (index == 0) {
+        files++;
+      }
+    }
+    times.add(Phase.WRITE, System.nanoTime() - t0);
+  }
+
+  private FileChannel open(String relative) throws IOException {
+    // a relative path is never parsed on its own as a URI: a name may hold ':'
+    java.nio.file.Path p = java.nio.file.Path.of(new Path(staged.toString() + "/" + FILES + "/" + relative).toUri()
+        .getPath());
+    Files.createDirectories(p.getParent());
+    return FileChannel.open(p, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+  }
+
+  private static void writeFully(FileChannel ch, ByteBuffer b, long at) throws IOException {
+    while (b.hasRemaining()) {
+      at += ch.write(b, at);
+    }
+  }
+
+  /**
+   * Makes the planes durable, then writes a marker for each run of planes written; the task commit then
+   * publishes the markers. A marker never exists for planes that are not on disk.
+   */
+  @Override
+  public void close() throws IOException {
+    long t0 = System.nanoTime();
+    IOException first = null;
+    for (FileChannel ch : open.values()) {
+      try {
+        ch.force(true);
+        ch.close();
+      } catch (IOException e) {
+        first = first == null ? e : first;
+      }
+    }
+    open.clear();
+    if (first != null) {
+      throw first;
+    }
+    FileSystem fs = io.volpool.io.Files2.fs(work, conf);
+    for (Map.Entry<String, Map<Integer, TreeMap<Integer, Integer>>> f : written.entrySet()) {
+      int[] size = sizes.get(f.getKey());
+      for (Map.Entry<Integer, TreeMap<Integer, Integer>> v : f.getValue().entrySet()) {
+        for (int[] run : Marker.merge(v.getValue())) {
+          Marker m = new Marker(f.getKey(), v.getKey(), run[0], run[1], size[0], size[1]);
+          try (var os = fs.create(m.path(work), false)) {
+            os.write(m.content().getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+          }
+        }
+      }
+    }
+    written.clear();
+    times.add(Phase.WRITE, System.nanoTime() - t0);
+  }
+
+  /**
+   * A committed range of planes written in place: output planes {@code [d0, d1)} of volume {@code index} of
+   * file {@code relative}, whose volumes have {@code planes} output planes and which holds {@code volumes}.
+   */
+  public record Marker(String relative, int index, int d0, int d1, int planes, int volumes) {
+    /** Its path under {@code root} (a task's work folder, or the staged output). */
+    public Path path(Path root) {
+      return new Path(root.toString() + "/" + MARKERS + "/" + relative + "/" + index + "." + d0 + "-" + d1);
+    }
+
+    String content() {
+      return planes + " " + volumes + "\n";
+    }
+
+    /** The marker at {@code p}, a path below a {@link #MARKERS} folder, with its file's {@code content}. */
+    public static Marker parse(String relativeToMarkers, String content) {
+      int slash = relativeToMarkers.lastIndexOf('/');
+      String name = relativeToMarkers.substring(slash + 1);
+      java.util.regex.Matcher m = java.util.regex.Pattern.compile("([0-9]+)\\.([0-9]+)-([0-9]+)").matcher(name);
+      String[] c = content.trim().split(" ");
+      if (slash < 0 || !m.matches() || c.length != 2) {
+        throw new IllegalArgumentException("not a marker of planes written in place: " + relativeToMarkers);
+      }
+      return new Marker(relativeToMarkers.substring(0, slash), Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
+          Integer.parseInt(m.group(3)), Integer.parseInt(c[0]), Integer.parseInt(c[1]));
+    }
+
+    /** The markers under {@code root} (a committed task's folder, or the staged output); none when it has none. */
+    public static List<Marker> read(FileSystem fs, Path root) throws IOException {
+      Path dir = new Path(root, MARKERS);
+      List<Marker> out = new ArrayList<>();
+      if (!fs.exists(dir)) {
+        return out;
+      }
+      String base = fs.makeQualified(dir).toUri().getPath() + "/";
+      org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it = fs.listFiles(dir, true);
+      while (it.hasNext()) {
+        org.apache.hadoop.fs.LocatedFileStatus f = it.next();
+        if (f.getPath().getName().startsWith(".")) {
+          continue; // a checksum file of a local filesystem's
+        }
+        String rel = f.getPath().toUri().getPath().substring(base.length());
+        byte[] b = new byte[(int) Math.min(f.getLen(), 64)];
+        try (var in = fs.open(f.getPath())) {
+          in.readFully(b);
+        }
+        out.add(parse(rel, new String(b, java.nio.charset.StandardCharsets.US_ASCII)));
+      }
+      return out;
+    }
+
+    /** Adjacent runs {@code d0 -> d1} joined, in order. */
+    public static List<int[]> merge(java.util.SortedMap<Integer, Integer> runs) {
+      List<int[]> out = new ArrayList<>();
+      for (Map.Entry<Integer, Integer> r : runs.entrySet()) {
+        if (!out.isEmpty() && out.get(out.size() - 1)[1] == r.getKey()) {
+          out.get(out.size() - 1)[1] = r.getValue();
+        } else {
+          out.add(new int[] {r.getKey(), r.getValue()});
+        }
+      }
+      return out;
+    }
+
+    /**
+     * The first problem with {@code markers}, the committed ones of an output: a volume of a file they
+     * name whose planes are not each written exactly once, said with the file, the volume and the planes;
+     * null when every volume of every such file is whole.
+     */
+    public static String tiles(List<Marker> markers) {
+      Map<String, List<Marker>> byFile = new TreeMap<>();
+      for (Marker m : markers) {
+        byFile.computeIfAbsent(m.relative(), r -> new ArrayList<>()).add(m);
+      }
+      for (Map.Entry<String, List<Marker>> f : byFile.entrySet()) {
+        List<Marker> ms = f.getValue();
+        int volumes = ms.get(0).volumes();
+        for (int i = 0; i < volumes; i++) {
+          String name = f.getKey() + (volumes > 1 ? "[" + i + "]" : "");
+          int index = i;
+          List<Marker> v = new ArrayList<>(ms.stream().filter(m -> m.index() == index).toList());
+          if (v.isEmpty()) {
+            return "the committed output " + name + " lacks all its output planes";
+          }
+          v.sort(java.util.Comparator.comparingInt(Marker::d0).thenComparingInt(Marker::d1));
+          int next = 0;
+          int d = v.get(0).planes();
+          for (Marker m : v) {
+            if (m.d0() > next) {
+              return "the committed output " + name + " lacks output planes [" + next + ", " + m.d0() + ") of its " + d;
+            }
+            if (m.d0() < next) {
+              return "the committed output " + name + " holds output planes [" + m.d0() + ", " + Math.min(next, m.d1())
+                  + ") twice";
+            }
+            next = m.d1();
+          }
+          if (next != d) {
+            return "the committed output " + name + " lacks output planes [" + next + ", " + d + ") of its " + d;
+          }
+        }
+      }
+      return null;
+    }
+  }
+}
