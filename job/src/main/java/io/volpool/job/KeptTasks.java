@@ -183,8 +183,11 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
     if (npyOut) {
       List<io.volpool.io.npy.NpyPlanesInPlace.Marker> markers = io.volpool.io.npy.NpyPlanesInPlace.Marker.read(fs, dir);
       if (!markers.isEmpty() || !t.ranges().isEmpty()) {
-        for (io.volpool.io.npy.NpyPlanesInPlace.Marker m : markers) {
-          // the planes are in the staged file: without it, the markers name planes that are nowhere
+        boolean parts = fs.exists(new Path(dir, io.volpool.io.npy.NpyPlanesInPlace.PARTS));
+        for (io.volpool.io.npy.NpyPlanesInPlace.Marker m : parts ? List.<io.volpool.io.npy.NpyPlanesInPlace.Marker>of()
+            : markers) {
+          // written in place, the planes are in the staged file: without it, the markers name planes that are nowhere
+          // (parts are in the task's folder with its markers)
           if (!fs.exists(new Path(staging.toString() + "/" + io.volpool.io.npy.NpyPlanesInPlace.FILES + "/"
               + m.relative()))) {
             return null;

@@ -507,8 +507,11 @@ public final class VolpoolJob {
     // across rows when the input is, or when asked: then a volume larger than output.rowBytes takes several rows
     boolean rowsOut = !npyOut && (planeRows || s.outputLayout() == OutputLayout.ROWS);
     // .npy output on a local or shared POSIX filesystem: a volume's planes go by position into its one file, from
-    // any task (so a volume is spread over tasks, and has no size limit); elsewhere a .npy is written by one task
-    boolean npyInPlace = npyOut && io.volpool.io.npy.NpyPlanesInPlace.supports(new Path(s.output()), conf);
+    // any task; on HDFS as parts joined by concat (so a volume is spread over tasks, and has no size limit);
+    // elsewhere (S3) a .npy is written by one task
+    io.volpool.io.npy.NpyPlanesInPlace.Mode npyRanges = npyOut ? io.volpool.io.npy.NpyPlanesInPlace.Mode.of(
+        new Path(s.output()), conf) : io.volpool.io.npy.NpyPlanesInPlace.Mode.NONE;
+    boolean npyInPlace = npyRanges != io.volpool.io.npy.NpyPlanesInPlace.Mode.NONE;
     // the run's manifest: what decides its results and the input it reads; its fingerprint goes into every footer
     Map<String, String> provenance = provenance(s, pipeline, files);
     io.volpool.job.commit.RunManifest manifest = new io.volpool.job.commit.RunManifest(
@@ -545,7 +548,7 @@ public final class VolpoolJob {
     OutputSpec outSpec = new OutputSpec(s.outputFormat(),
         (layout == null ? TensorLayout.npyOutputSchema(rowsOut) : layout.outputSchema(rowsOut)).toString(),
         layout == null ? List.of() : layout.passthrough(), codec(s), ROW_GROUP_BYTES, provenance, s.outputRowBytes(),
-        npyInPlace);
+        npyRanges);
     RunSpec spec = runSpec(s, spark, pipeline, s.inputFormat(), layout, npyOut ? 0 : ParquetBatchWriter.GAP, rowsOut);
     if (local) {
       io.volpool.exec.ExecutorRuntime.budgetBytes(spec.settings()); // a budget the heap cannot hold
@@ -623,7 +626,11 @@ public final class VolpoolJob {
       new ParquetBatchWriter(new Path(committedTo, "part-00000-empty.parquet"), p.outSpec(), p.conf(),
           new io.volpool.backend.PhaseTimes()).close();
     }
-    if (p.outSpec().npyInPlace()) {
+    if (p.outSpec().npyRanges() == io.volpool.io.npy.NpyPlanesInPlace.Mode.PARTS) {
+      // the tasks' parts joined in order into their files (HDFS concat: no byte copied), to be counted
+      io.volpool.io.npy.NpyPlanesInPlace.joinParts(io.volpool.io.Files2.fs(committedTo, p.conf()), committedTo);
+    }
+    if (p.outSpec().npyRanges() == io.volpool.io.npy.NpyPlanesInPlace.Mode.POSITIONED) {
       // the files the tasks wrote in place join the output's other files, to be counted with them
       FileSystem fs = io.volpool.io.Files2.fs(committedTo, p.conf());
       Path files = new Path(committedTo, io.volpool.io.npy.NpyPlanesInPlace.FILES);

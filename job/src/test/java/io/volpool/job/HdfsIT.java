@@ -226,6 +226,59 @@ class HdfsIT {
         || n.contains("volpool-commit"));
   }
 
+  /**
+   * .npy volumes larger than a task, written as .npy on HDFS: each range task writes its planes as parts (one
+   * per channel) in its work folder, committed with it; the driver joins each file's parts in order with
+   * HDFS's concat. Every file equals the local run with each file in one task, byte for byte.
+   */
+  @Test
+  void npyRangesOnHdfsAreJoinedByConcatIntoTheFilesOfOneTask(@TempDir Path tmp) throws Exception {
+    io.volpool.op.VolumeShape s = new io.volpool.op.VolumeShape(2, 512, 32, 32);
+    NpyRangesTest.writeNpy(tmp.resolve("in/big.npy"), "<i2", new long[] {s.c(), s.d(), s.h(), s.w()},
+        NpyRangesTest.values("<i2", s.numel(), 5));
+    NpyRangesTest.writeNpy(tmp.resolve("in/sub/batch.npy"), "<f4", new long[] {2, s.c(), s.d(), s.h(), s.w()},
+        NpyRangesTest.values("<f4", 2 * s.numel(), 6));
+    Path whole = tmp.resolve("whole");
+    SparkTests.Result one = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "input.format", "npy",
+        "output", whole.toString(), "output.format", "npy", "pipeline", "avgpool3d", "device", "cpu",
+        "input.spreadVolumes", "false"));
+    assertThat(one.code()).as(one.err()).isZero();
+    fs.mkdirs(hdfs("concat"));
+    fs.copyFromLocalFile(new org.apache.hadoop.fs.Path(tmp.resolve("in").toUri()), hdfs("concat"));
+    ChildJvm.Child c = ChildJvm.start("1g", "local[2]", SparkTests.conf("input", root + "/concat/in", "input.format",
+        "npy", "output", root + "/concat/out", "output.format", "npy", "pipeline", "avgpool3d", "device", "cpu",
+        "spark.sql.files.maxPartitionBytes", "300000", "spark.sql.files.openCostInBytes", "0"), tmp.resolve("child.log"));
+    assertThat(c.waitFor(300)).as(c.output()).isZero();
+    assertThat(NpyOutputInPlaceTest.rangeTasks(c.output())).isGreaterThan(10);
+    assertThat(c.output()).contains("volumes       3 in, 3 out");
+    Path got = tmp.resolve("got");
+    fs.copyToLocalFile(hdfs("concat/out"), new org.apache.hadoop.fs.Path(got.toUri()));
+    NpyOutputInPlaceTest.assertSameFiles(whole, got, "big.npy", "sub/batch.npy");
+    assertThat(names("concat/out")).as("no parts or markers left").doesNotContain(
+        io.volpool.io.npy.NpyPlanesInPlace.PARTS, io.volpool.io.npy.NpyPlanesInPlace.MARKERS);
+    // killed once half the range tasks committed, resumed: the committed tasks' parts are kept and joined with the rest
+    int tasks = NpyOutputInPlaceTest.rangeTasks(c.output());
+    Map<String, String> conf = SparkTests.conf("input", root + "/concat/in", "input.format", "npy", "output",
+        root + "/concat/resumed", "output.format", "npy", "output.mode", "resume", "pipeline", "avgpool3d", "device",
+        "cpu", "spark.sql.files.maxPartitionBytes", "300000", "spark.sql.files.openCostInBytes", "0");
+    ChildJvm.Child run = ChildJvm.start("1g", "local[2]", conf, tmp.resolve("kill.log"));
+    long started = System.nanoTime();
+    while (committedTasks("concat", "resumed") < tasks / 2) {
+      assertThat(run.process().isAlive()).as("the run ended before half its tasks committed; " + run.output()).isTrue();
+      assertThat(System.nanoTime() - started).as("no kill point within 300 s").isLessThan(300_000_000_000L);
+      Thread.sleep(5);
+    }
+    run.process().destroyForcibly().waitFor();
+    ChildJvm.Child r = ChildJvm.start("1g", "local[2]", conf, tmp.resolve("resumed.log"));
+    assertThat(r.waitFor(300)).as(r.output()).isZero();
+    com.fasterxml.jackson.databind.JsonNode resumed = summary(fs, root + "/concat/resumed").get("resumed");
+    assertThat(resumed).as(r.output()).isNotNull();
+    assertThat(resumed.get("tasks_kept").asLong()).as("tasks kept").isGreaterThanOrEqualTo(tasks / 2);
+    Path again = tmp.resolve("again");
+    fs.copyToLocalFile(hdfs("concat/resumed"), new org.apache.hadoop.fs.Path(again.toUri()));
+    NpyOutputInPlaceTest.assertSameFiles(whole, again, "big.npy", "sub/batch.npy");
+  }
+
   /** The summary of the output at {@code path}. */
   static com.fasterxml.jackson.databind.JsonNode summary(org.apache.hadoop.fs.FileSystem on, String path) throws Exception {
     try (java.io.InputStream in = on.open(new org.apache.hadoop.fs.Path(path, VolpoolJob.SUMMARY_FILE))) {

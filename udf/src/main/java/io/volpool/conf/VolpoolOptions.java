@@ -108,7 +108,7 @@ public final class VolpoolOptions {
   public static final ConfKey<Boolean> SPREAD_VOLUMES = KEYS.add(ConfKey.bool(PREFIX + "input.spreadVolumes", "true",
       "`true`: a volume stored across rows, or in a C-order `.npy`, that is larger than a task"
           + " (`spark.sql.files.maxPartitionBytes`) runs as ranges of its output planes in several tasks (Parquet output"
-          + " across rows, or `.npy` output on a local or shared filesystem); `false`: each volume in one task."));
+          + " across rows, or `.npy` output on a local or shared filesystem or HDFS); `false`: each volume in one task."));
   public static final ConfKey<Integer> RESOURCE_TIMEOUT = KEYS.add(ConfKey.seconds(PREFIX + "cluster.resourceTimeout", "180s", 5, 86400,
       "How long (e.g. `180s`, `10m`; a bare number is seconds) a job on a cluster waits for its first task to"
           + " start (an executor with the requested resources) before"

@@ -44,7 +44,7 @@ final class SpilledVolume {
           + " output buffer holds (2 GiB); write it across rows with " + io.volpool.conf.VolpoolOptions.OUTPUT_FORMAT.key()
           + "=parquet and " + io.volpool.conf.VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows, which streams it out row by row"
           + " as its slabs finish (and spreads a C-order .npy volume larger than a task over several tasks), or as .npy"
-          + " to a local or shared filesystem, where ranges of its planes are written in place");
+          + " to a local or shared filesystem or HDFS, where ranges of its planes are written in place");
     }
     Dtype dtype = pipeline.output();
     long outBytes = pipeline.outputBytes(outShape);

@@ -16,11 +16,17 @@ import java.util.Map;
  * @param rowGroupBytes the Parquet writer's row-group size hint (volpool writes one row group per batch)
  * @param metadata key-value metadata written into every Parquet footer
  * @param rowBytes with volumes stored across rows (the schema has {@code d0}/{@code d1}), the most data per row
- * @param npyInPlace .npy output whose volumes run in ranges of planes (or in slabs) is written by position into
- *     the staged file ({@link io.volpool.io.npy.NpyPlanesInPlace}): the output is on a POSIX filesystem
+ * @param npyRanges how .npy output takes ranges of a volume's planes from several tasks (or a volume run in slabs):
+ *     by position into the staged file (POSIX), as parts joined by concat (HDFS), or not at all
+ *     ({@link io.volpool.io.npy.NpyPlanesInPlace})
  */
 public record OutputSpec(io.volpool.conf.FileFormat format, String schema, List<String> passthrough, String codec, long rowGroupBytes,
-    Map<String, String> metadata, long rowBytes, boolean npyInPlace) implements Serializable {
+    Map<String, String> metadata, long rowBytes, io.volpool.io.npy.NpyPlanesInPlace.Mode npyRanges) implements Serializable {
+  /** Whether .npy output takes a volume's planes from several tasks (volumes may then be spread). */
+  public boolean npyInPlace() {
+    return isNpy() && npyRanges != io.volpool.io.npy.NpyPlanesInPlace.Mode.NONE;
+  }
+
   public boolean isNpy() {
     return format == io.volpool.conf.FileFormat.NPY;
   }

@@ -158,9 +158,10 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
       private void writeBatch(BatchRunner.Finished f) throws IOException {
         state = f.task();
         if (spec.isNpy() && f.planes() != null && spec.npyInPlace()) {
-          // ranges of planes (of a volume spread over tasks, or run in slabs): by position into the staged file
+          // ranges of planes (of a volume spread over tasks, or run in slabs): by position into the staged file, or as
+          // parts the driver joins
           if (npyInPlace == null) {
-            npyInPlace = new NpyPlanesInPlace(getOutputPath(ctx), work, conf, state.times());
+            npyInPlace = new NpyPlanesInPlace(spec.npyRanges(), getOutputPath(ctx), work, conf, state.times());
           }
           for (int i = 0; i < f.items().size(); i++) {
             npyInPlace.write(f.items().get(i), f.outShape(), f.dtype(), f.output(), f.offsets()[i], f.planes()[i][0],

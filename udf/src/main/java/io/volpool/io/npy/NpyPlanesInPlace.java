@@ -21,23 +21,55 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
 /**
- * Writes ranges of a volume's output planes, from any task in any order, by position into the one
- * {@code .npy} the volume belongs to, where the job commit publishes it: so a volume spread over many
- * tasks, or of any size, is written once, with no part joined or copied afterwards. For outputs on a
- * local or shared POSIX filesystem ({@link #supports}: {@code file:}), where tasks on every host see one file.
+ * Writes ranges of a volume's output planes, from any task in any order, into the one {@code .npy} the
+ * volume belongs to, so a volume spread over many tasks, or of any size, is one file with no byte copied
+ * afterwards ({@link Mode}): on a local or shared POSIX filesystem ({@code file:}, where tasks on every
+ * host see one file) by position into the staged file ({@link #FILES}); on HDFS as one part per range and
+ * channel in the task's work folder, which the driver joins in order with {@link FileSystem#concat}
+ * ({@link #joinParts}).
  *
- * <p>The commit protocol stays the job's: a task writes its planes into the staged file ({@link #FILES}), makes them
- * durable ({@code fsync}) when it closes, and only then writes one marker per range it wrote into its own work
+ * <p>The commit protocol stays the job's: a task writes its planes, makes them durable ({@code fsync}; a
+ * closed HDFS file) when it closes, and only then writes one marker per range it wrote into its own work
  * folder ({@code _volpool_planes/<file>/<volume>.<d0>-<d1>}, holding the volume's planes and the file's
  * volumes), which the task commit publishes like any file. The driver counts the committed markers: every
- * volume's output planes once, or the run fails ({@link Marker#tiles}); it then removes them. A failed or
- * speculative attempt writes the same planes as the one that commits (the output is a function of the
- * input), so a partial write is overwritten by the attempt that commits. Every range writes the file's header,
- * the same bytes. Owned by the task's output writer.
+ * volume's output planes once, or the run fails ({@link Marker#tiles}); it then removes them. Written in
+ * place, a failed or speculative attempt writes the same planes as the one that commits (the output is a
+ * function of the input), so a partial write is overwritten by the attempt that commits; parts are files of
+ * their attempt, committed or discarded with it. Owned by the task's output writer.
  */
 public final class NpyPlanesInPlace implements AutoCloseable {
+  /** How a .npy output takes a volume's planes from several tasks, by the output's filesystem. */
+  public enum Mode {
+    /** It does not: each .npy is written by one task (S3, and other filesystems without concat). */
+    NONE,
+    /** By position into one staged file: a local or shared POSIX filesystem ({@code file:}). */
+    POSITIONED,
+    /**
+     * As one part file per range and channel in the task's work folder, joined in order by the driver with
+     * {@link FileSystem#concat} once every task has committed (HDFS: metadata only, no byte is copied).
+     */
+    PARTS;
+
+    /** The mode of an output at {@code output}. */
+    public static Mode of(Path output, Configuration conf) throws IOException {
+      FileSystem fs = io.volpool.io.Files2.fs(output, conf);
+      if ("file".equals(fs.getUri().getScheme())) {
+        return POSITIONED;
+      }
+      Path probe = fs.makeQualified(output);
+      while (probe.getParent() != null && !fs.exists(probe)) {
+        probe = probe.getParent();
+      }
+      return fs.hasPathCapability(probe, org.apache.hadoop.fs.CommonPathCapabilities.FS_CONCAT) ? PARTS : NONE;
+    }
+  }
+
   /** The folder of the markers, in a task's work folder and then in the staged output (hidden from readers). */
   public static final String MARKERS = "_volpool_planes";
+  /** The folder of the parts ({@link Mode#PARTS}), in a task's work folder and then in the staged output. */
+  public static final String PARTS = "_volpool_parts";
+  /** The name of a file's header part, the file its parts are joined onto. */
+  public static final String HEADER = "header";
   /**
    * The folder of the files being written in place, in the staged output: a resumed run keeps it with the
    * committed tasks (it removes what else a dead run left there); the driver moves its files into the output
@@ -45,12 +77,15 @@ public final class NpyPlanesInPlace implements AutoCloseable {
    */
   public static final String FILES = "_volpool_inplace";
 
+  private final Mode mode;
   private final Path staged;
   private final Path work;
   private final Configuration conf;
   private final PhaseTimes times;
   /** Open files by their path under the output. */
   private final Map<String, FileChannel> open = new LinkedHashMap<>();
+  /** Open parts ({@link Mode#PARTS}) by file and volume: one stream per channel, and the plane its run has reached. */
+  private final Map<String, PartRun> parts = new LinkedHashMap<>();
   /** Planes written, by file and volume: {@code relative -> index -> d0 -> d1}, with the volume's planes and volumes. */
   private final Map<String, Map<Integer, TreeMap<Integer, Integer>>> written = new LinkedHashMap<>();
   private final Map<String, int[]> sizes = new LinkedHashMap<>();
@@ -60,19 +95,19 @@ public final class NpyPlanesInPlace implements AutoCloseable {
   /**
    * @param staged the folder the job commit publishes (the committer's output path): files go to
    *     {@code staged/_volpool_inplace/<relative path>}
-   * @param work the task attempt's work folder, where its markers go
+   * @param work the task attempt's work folder, where its markers (and parts) go
    */
-  public NpyPlanesInPlace(Path staged, Path work, Configuration conf, PhaseTimes times) {
+  public NpyPlanesInPlace(Mode mode, Path staged, Path work, Configuration conf, PhaseTimes times) {
+    if (mode == Mode.NONE) {
+      throw new IllegalArgumentException("no .npy output in ranges on this filesystem");
+    }
+    this.mode = mode;
     this.staged = staged;
     this.work = work;
     this.conf = conf;
     this.times = times;
   }
 
-  /** Whether tasks can write by position into one file under {@code output}: a local or shared POSIX filesystem. */
-  public static boolean supports(Path output, Configuration conf) throws IOException {
-    return "file".equals(io.volpool.io.Files2.fs(output, conf).getUri().getScheme());
-  }
 
   /** Volumes whose planes from plane 0 this task wrote (each volume counts once over all its ranges). */
   public long starts() {
@@ -102,6 +137,24 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       shape[leading.length + k] = outShape.toArray()[k];
     }
     byte[] header = Npy.header(shape, dtype);
+    if (mode == Mode.PARTS) {
+      writeParts(relative, index, header, outShape, dtype, out, offset, d0, d1);
+    } else {
+      writePositioned(relative, index, header, outShape, dtype, out, offset, d0, d1);
+    }
+    written.computeIfAbsent(relative, r -> new TreeMap<>()).computeIfAbsent(index, i -> new TreeMap<>()).put(d0, d1);
+    sizes.put(relative, new int[] {outShape.d(), count});
+    if (d0 == 0) {
+      starts++;
+      if (index == 0) {
+        files++;
+      }
+    }
+    times.add(Phase.WRITE, System.nanoTime() - t0);
+  }
+
+  private void writePositioned(String relative, int index, byte[] header, VolumeShape outShape, Dtype dtype,
+      ByteBuffer out, long offset, int d0, int d1) throws IOException {
     FileChannel ch = open.get(relative);
     if (ch == null) {
       ch = open(relative);
@@ -115,15 +168,123 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       ByteBuffer part = out.slice((int) (offset + c * n * planeBytes), (int) (n * planeBytes));
       writeFully(ch, part, volumeAt + ((long) c * outShape.d() + d0) * planeBytes);
     }
-    written.computeIfAbsent(relative, r -> new TreeMap<>()).computeIfAbsent(index, i -> new TreeMap<>()).put(d0, d1);
-    sizes.put(relative, new int[] {outShape.d(), count});
-    if (d0 == 0) {
-      starts++;
-      if (index == 0) {
-        files++;
+  }
+
+  /** The channels' streams of one run of planes of one volume, and the plane after the run's last. */
+  private static final class PartRun {
+    final java.io.OutputStream[] channels;
+    int end;
+
+    PartRun(java.io.OutputStream[] channels, int end) {
+      this.channels = channels;
+      this.end = end;
+    }
+
+    void close() throws IOException {
+      IOException first = null;
+      for (java.io.OutputStream os : channels) {
+        try {
+          os.close();
+        } catch (IOException e) {
+          first = first == null ? e : first;
+        }
+      }
+      if (first != null) {
+        throw first;
       }
     }
-    times.add(Phase.WRITE, System.nanoTime() - t0);
+  }
+
+  /**
+   * Part {@code <volume>.<channel>.<d0>} of each channel in the task's work folder, continued while the planes
+   * follow on; the file's first range writes its header part.
+   */
+  private void writeParts(String relative, int index, byte[] header, VolumeShape outShape, Dtype dtype,
+      ByteBuffer out, long offset, int d0, int d1) throws IOException {
+    FileSystem fs = io.volpool.io.Files2.fs(work, conf);
+    Path dir = new Path(work.toString() + "/" + PARTS + "/" + relative);
+    if (index == 0 && d0 == 0) {
+      try (var os = fs.create(new Path(dir, HEADER), false)) {
+        os.write(header);
+      }
+    }
+    String key = relative + "#" + index;
+    PartRun run = parts.get(key);
+    if (run != null && run.end != d0) {
+      parts.remove(key).close();
+      run = null;
+    }
+    if (run == null) {
+      java.io.OutputStream[] os = new java.io.OutputStream[outShape.c()];
+      for (int c = 0; c < os.length; c++) {
+        os[c] = fs.create(new Path(dir, index + "." + c + "." + d0), false);
+      }
+      run = new PartRun(os, d0);
+      parts.put(key, run);
+    }
+    long planeBytes = (long) outShape.h() * outShape.w() * dtype.itemSize();
+    int n = d1 - d0;
+    byte[] chunk = new byte[(int) Math.min(1 << 20, n * planeBytes)];
+    for (int c = 0; c < outShape.c(); c++) {
+      ByteBuffer part = out.slice((int) (offset + c * n * planeBytes), (int) (n * planeBytes));
+      while (part.hasRemaining()) {
+        int k = Math.min(chunk.length, part.remaining());
+        part.get(chunk, 0, k);
+        run.channels[c].write(chunk, 0, k);
+      }
+    }
+    run.end = d1;
+  }
+
+  /** A part's order in its file: volume, channel, first plane ({@code <volume>.<channel>.<d0>}); null if not a part. */
+  public static long[] partOrder(String name) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("([0-9]+)\\.([0-9]+)\\.([0-9]+)").matcher(name);
+    return m.matches() ? new long[] {Long.parseLong(m.group(1)), Long.parseLong(m.group(2)), Long.parseLong(m.group(3))}
+        : null;
+  }
+
+  /**
+   * Joins the committed parts under {@code staged} ({@link Mode#PARTS}) into their files, each in order onto its
+   * header part with one {@link FileSystem#concat} (no byte copied), and moves each file to its path in
+   * {@code staged}. Run by the driver once every task has committed and before the output is counted.
+   *
+   * @return the files made
+   */
+  public static int joinParts(FileSystem fs, Path staged) throws IOException {
+    Path root = new Path(staged, PARTS);
+    if (!fs.exists(root)) {
+      return 0;
+    }
+    String base = fs.makeQualified(root).toUri().getPath() + "/";
+    List<Path> headers = new ArrayList<>();
+    org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it = fs.listFiles(root, true);
+    while (it.hasNext()) {
+      Path p = it.next().getPath();
+      if (p.getName().equals(HEADER)) {
+        headers.add(p);
+      }
+    }
+    for (Path h : headers) {
+      Path dir = h.getParent();
+      List<Path> ps = new ArrayList<>();
+      for (org.apache.hadoop.fs.FileStatus st : fs.listStatus(dir)) {
+        if (st.isFile() && partOrder(st.getPath().getName()) != null) {
+          ps.add(st.getPath());
+        }
+      }
+      ps.sort((a, b) -> java.util.Arrays.compare(partOrder(a.getName()), partOrder(b.getName())));
+      if (!ps.isEmpty()) {
+        fs.concat(h, ps.toArray(new Path[0]));
+      }
+      String relative = fs.makeQualified(dir).toUri().getPath().substring(base.length());
+      Path target = new Path(staged.toString() + "/" + relative);
+      fs.mkdirs(target.getParent());
+      if (!fs.rename(h, target)) {
+        throw new IOException("could not move " + h + " to " + target);
+      }
+    }
+    fs.delete(root, true);
+    return headers.size();
   }
 
   private FileChannel open(String relative) throws IOException {
@@ -148,6 +309,15 @@ public final class NpyPlanesInPlace implements AutoCloseable {
   public void close() throws IOException {
     long t0 = System.nanoTime();
     IOException first = null;
+    for (PartRun run : parts.values()) {
+      try {
+        // closed on HDFS: the part is complete on its datanodes before its marker exists
+        run.close();
+      } catch (IOException e) {
+        first = first == null ? e : first;
+      }
+    }
+    parts.clear();
     for (FileChannel ch : open.values()) {
       try {
         ch.force(true);

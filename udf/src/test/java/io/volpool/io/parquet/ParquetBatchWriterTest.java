@@ -83,7 +83,7 @@ class ParquetBatchWriterTest {
   static Path write(Path dir, List<byte[]> expected) throws IOException {
     MessageType schema = TensorLayout.npyOutputSchema(false);
     OutputSpec spec = new OutputSpec(io.volpool.conf.FileFormat.PARQUET, schema.toString(), List.of(TensorLayout.ID), "UNCOMPRESSED", 1 << 20,
-        Map.of("k", "v"), 512L << 20, false);
+        Map.of("k", "v"), 512L << 20, io.volpool.io.npy.NpyPlanesInPlace.Mode.NONE);
     Path p = dir.resolve("out.parquet");
     try (ParquetBatchWriter w = new ParquetBatchWriter(new org.apache.hadoop.fs.Path(p.toUri()), spec, new Configuration(),
         new PhaseTimes())) {
