@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 33's CPU benchmark: one volume stored across rows, then the same volume as one C-order .npy, through
-# avgpool3d on the CPU backend (written across rows), as ranges of its output planes in several tasks (the default
+# avgpool3d on the CPU backend (written across rows, then the .npy written as .npy in place), as ranges of its output planes in several tasks (the default
 # task size, spark.sql.files.maxPartitionBytes=128m) against one task for the whole volume
 # (spark.volpool.input.spreadVolumes=false, as before ranges), alternated ROUNDS times in one run.
 # The volume ([C, D, 256, 256] float32, C x D x 256 KiB) is written by numpy as one .npy and cut into rows of
@@ -56,5 +56,11 @@ npy=(--conf spark.volpool.input="$DIR/npy" --conf spark.volpool.input.format=npy
 for r in $(seq 1 "$ROUNDS"); do
   run "npy-one-task-r$r" false "${npy[@]}"
   run "npy-ranges-r$r" true "${npy[@]}"
+done
+# the same .npy written as .npy: ranges write their planes in place into the one output file
+npyout=(--conf spark.volpool.input="$DIR/npy" --conf spark.volpool.input.format=npy --conf spark.volpool.output.format=npy)
+for r in $(seq 1 "$ROUNDS"); do
+  run "npy-to-npy-one-task-r$r" false "${npyout[@]}"
+  run "npy-to-npy-ranges-r$r" true "${npyout[@]}"
 done
 log "done"

@@ -108,7 +108,7 @@ public final class VolpoolMain {
           }
           if (!ended && r != null && claimReport()) {
             int code = 128 + caught.getNumber();
-            r.err().println(stoppedLine(caught));
+            r.err().println(stoppedLine(caught, r.settings().mode() == io.volpool.conf.OutputMode.RESUME));
             RunStatus.write(r.settings(), r.conf(), code, "stopped by SIG" + caught.getName() + " while the job ran",
                 r.appId(), r.started(), r.err());
           }
@@ -127,10 +127,11 @@ public final class VolpoolMain {
       return REPORTED.compareAndSet(false, true);
     }
 
-    static String stoppedLine(sun.misc.Signal signal) {
+    static String stoppedLine(sun.misc.Signal signal, boolean resume) {
       return "volpool: FAILED: stopped by SIG" + signal.getName() + (signal.getName().equals("INT") ? " (Ctrl-C)" : "")
-          + " while the job ran (exit code " + (128 + signal.getNumber()) + "); no output was written (the next run on"
-          + " this output removes what this one staged)";
+          + " while the job ran (exit code " + (128 + signal.getNumber()) + "); no output was written " + (resume
+              ? "(what its tasks committed stays for the next run with spark.volpool.output.mode=resume)"
+              : "(the next run on this output removes what this one staged)");
     }
 
     static void running(Running r) {
@@ -289,7 +290,7 @@ public final class VolpoolMain {
         if (!Signals.claimReport()) {
           return code; // the shutdown hook said it already
         }
-        err.println(Signals.stoppedLine(signal));
+        err.println(Signals.stoppedLine(signal, settings != null && settings.mode() == io.volpool.conf.OutputMode.RESUME));
         said.writeBytes(("volpool: FAILED: stopped by SIG" + signal.getName() + " while the job ran").getBytes(
             StandardCharsets.UTF_8));
       } else {

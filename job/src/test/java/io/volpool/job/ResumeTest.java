@@ -91,6 +91,38 @@ class ResumeTest {
     assertThat(Files.getLastModifiedTime(out.resolve(VolpoolJob.SUMMARY_FILE)).toMillis()).isEqualTo(before);
   }
 
+  /**
+   * A run in mode=resume stopped by SIGTERM (a scheduler's stop) fails through Spark's job abort, which must not
+   * remove what its tasks committed: the next resume keeps them, and the output holds every volume once.
+   */
+  @Test
+  void aResumeModeRunStoppedBySigtermKeepsItsCommittedTasksForTheNextResume(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    SampleData.write(SparkTests.spark(), in.toString(), 2048, 8);
+    Path out = tmp.resolve("out/pooled");
+    Map<String, String> resume = conf(in, out);
+    resume.put("spark.volpool.output.mode", "resume");
+    ChildJvm.Child run = ChildJvm.start("2g", "local[2]", resume, tmp.resolve("stopped.log"));
+    long started = System.nanoTime();
+    while (CrashTest.committedTasks(out) < 4) {
+      assertThat(run.process().isAlive()).as("the run ended before 4 tasks committed; " + run.output()).isTrue();
+      assertThat(System.nanoTime() - started).as("no stop point within 300 s").isLessThan(300_000_000_000L);
+      Thread.sleep(5);
+    }
+    int committed = CrashTest.committedTasks(out);
+    run.process().destroy(); // SIGTERM
+    assertThat(run.process().waitFor(120, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    assertThat(run.process().exitValue()).as(run.output()).isEqualTo(143);
+    assertThat(run.output()).contains("stays for the next run with spark.volpool.output.mode=resume");
+    assertThat(CrashTest.committedTasks(out)).as("committed tasks after the job abort").isGreaterThanOrEqualTo(committed);
+    ChildJvm.Child r = ChildJvm.start("2g", "local[2]", resume, tmp.resolve("resumed.log"));
+    assertThat(r.waitFor(300)).as(r.output()).isZero();
+    JsonNode s = summary(out);
+    assertThat(s.get("resumed").get("tasks_kept").asLong()).as(r.output()).isGreaterThanOrEqualTo(committed);
+    assertThat(s.get("volumes_in").asLong() + s.get("resumed").get("volumes_kept").asLong()).isEqualTo(2048);
+    assertThat(SparkTests.spark().read().parquet(out.toString()).count()).as("each volume once").isEqualTo(2048);
+  }
+
   @Test
   void aResumeWithOtherSettingsIsRefusedNamingThem(@TempDir Path tmp) throws Exception {
     Path in = tmp.resolve("in");

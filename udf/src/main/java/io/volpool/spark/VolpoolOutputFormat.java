@@ -60,6 +60,11 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
   public static final String COMMIT = "volpool.output.commit";
   public static final String RENAME = "rename";
   public static final String OBJECT_STORE = "object-store";
+  /**
+   * Configuration key: a failed job keeps its committed tasks' folders for the next resume ({@code mode=resume});
+   * the job abort then leaves the staging to the driver.
+   */
+  public static final String KEEP_COMMITTED = "volpool.output.keepCommitted";
   /** Configuration key set by a resumed run: its staging folder exists already, holding the tasks it keeps. */
   public static final String RESUMED = "volpool.output.resumed";
 
@@ -371,7 +376,13 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
 
     @Override
     public void abortJob(JobContext context, JobStatus.State state) throws IOException {
-      super.abortJob(whole(context), state);
+      JobContext job = whole(context);
+      if (job.getConfiguration().getBoolean(KEEP_COMMITTED, false)) {
+        // mode=resume: Hadoop's abort would delete _temporary, the committed tasks' folders with it; the driver
+        // keeps them for the next resume (which removes the attempts that never committed)
+        return;
+      }
+      super.abortJob(job, state);
     }
 
     @Override

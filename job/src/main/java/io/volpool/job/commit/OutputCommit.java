@@ -48,6 +48,11 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
   final String resumes;
   /** The run adds its files to the output ({@code mode=append}) rather than making or replacing it. */
   boolean append;
+  /**
+   * A failed run keeps its committed tasks for the next resume ({@code mode=resume}): Spark's job abort must not
+   * remove them (the driver decides, {@link #abort(String)}).
+   */
+  boolean keepCommitted;
 
   OutputCommit(FileSystem fs, Path output, String id, boolean overwrite, Path staging, boolean rewriteToTouch,
       String resumes) throws IOException {
@@ -127,6 +132,7 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
       c = new RenameCommit(fs, out, id, overwrite, resumes);
     }
     c.append = mode == io.volpool.conf.OutputMode.APPEND;
+    c.keepCommitted = resume;
     if (resumes != null) {
       c.resumedManifest = RunManifest.read(fs, out.getParent(), manifestName(out, resumes));
     }

@@ -112,6 +112,7 @@ final class RenameCommit extends OutputCommit {
   @Override
   public void configure(Configuration jobConf) {
     jobConf.set(io.volpool.spark.VolpoolOutputFormat.COMMIT, io.volpool.spark.VolpoolOutputFormat.RENAME);
+    jobConf.setBoolean(io.volpool.spark.VolpoolOutputFormat.KEEP_COMMITTED, keepCommitted);
   }
 
   @Override
