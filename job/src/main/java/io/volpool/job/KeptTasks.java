@@ -119,6 +119,26 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
     return new CommittedOutput.TaskCounts(rows, rows, rows, planeRows ? t.volumes().size() : 0);
   }
 
+  /** Whether the staged file {@code f} exists and reaches the last byte of the planes {@code m} names. */
+  private static boolean holds(FileSystem fs, Path f, io.volpool.io.npy.NpyPlanesInPlace.Marker m) throws IOException {
+    if (!fs.exists(f)) {
+      return false;
+    }
+    long len = fs.getFileStatus(f).getLen();
+    byte[] prefix = new byte[io.volpool.format.NpyHeader.prefixBytes(len, io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES)];
+    try (var in = fs.open(f)) {
+      in.readFully(prefix);
+    }
+    io.volpool.format.NpyHeader h = io.volpool.format.NpyHeader.parseHeader(prefix, len, f.toString(),
+        io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES);
+    long[] s = h.shape();
+    long c = s[s.length - 4];
+    long d = s[s.length - 3];
+    long plane = s[s.length - 2] * s[s.length - 1] * h.itemSize();
+    long end = h.dataOffset() + (long) m.index() * c * d * plane + ((c - 1) * d + m.d1()) * plane;
+    return len >= end;
+  }
+
   /**
    * The counts of a committed task that wrote its planes into .npy files in place: its markers must name
    * exactly the planes its plan runs (the planes are in the staged files, durable before the markers were
@@ -186,10 +206,10 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
         boolean parts = fs.exists(new Path(dir, io.volpool.io.npy.NpyPlanesInPlace.PARTS));
         for (io.volpool.io.npy.NpyPlanesInPlace.Marker m : parts ? List.<io.volpool.io.npy.NpyPlanesInPlace.Marker>of()
             : markers) {
-          // written in place, the planes are in the staged file: without it, the markers name planes that are nowhere
-          // (parts are in the task's folder with its markers)
-          if (!fs.exists(new Path(staging.toString() + "/" + io.volpool.io.npy.NpyPlanesInPlace.FILES + "/"
-              + m.relative()))) {
+          // written in place, the planes are in the staged file: without it, or with it cut short of them, the
+          // markers name planes that are nowhere (parts are in the task's folder with its markers)
+          if (!holds(fs, new Path(staging.toString() + "/" + io.volpool.io.npy.NpyPlanesInPlace.FILES + "/"
+              + m.relative()), m)) {
             return null;
           }
         }

@@ -130,6 +130,24 @@ class NpyOutputInPlaceTest {
     assertThat(ResumeTest.summary(out).get("volumes_in").asLong() + resumed.get("volumes_kept").asLong())
         .as("the volume, once").isEqualTo(1);
     assertSameFiles(clean, out, "big.npy");
+
+    // the staged file cut short after the kill (a full disk, a hand): the kept tasks whose planes it no longer
+    // reaches run again, rather than publishing zeros for them
+    Path cut = tmp.resolve("cut/pooled");
+    conf.put("spark.volpool.output", cut.toString());
+    ResumeTest.killAfter(tmp, conf, cut, tasks / 2, "killed-cut");
+    Path staged;
+    try (Stream<Path> st = Files.list(cut.getParent())) {
+      staged = st.filter(p -> p.getFileName().toString().startsWith(".pooled.volpool-staging-") && Files.isDirectory(p))
+          .findFirst().orElseThrow().resolve(io.volpool.io.npy.NpyPlanesInPlace.FILES).resolve("big.npy");
+    }
+    try (var ch = java.nio.channels.FileChannel.open(staged, java.nio.file.StandardOpenOption.WRITE)) {
+      ch.truncate(Files.size(clean.resolve("big.npy")) / 2);
+    }
+    ChildJvm.Child again = ChildJvm.start("1g", "local[2]", conf, tmp.resolve("resumed-cut.log"));
+    assertThat(again.waitFor(300)).as(again.output()).isZero();
+    assertThat(again.output()).contains("runs again");
+    assertSameFiles(clean, cut, "big.npy");
   }
 
   /**

@@ -42,6 +42,18 @@ public record NpyHeader(String descr, ValueType type, boolean fortranOrder, long
    * @param fileLength the whole file's length, to check the data's size
    */
   public static NpyHeader parse(byte[] prefix, long fileLength, String name, int maxHeaderBytes) {
+    return parse(prefix, fileLength, name, maxHeaderBytes, true);
+  }
+
+  /**
+   * The header alone, whatever the file's length past it: a file still being written (a .npy written in
+   * place by ranges, whose last planes may not be there yet).
+   */
+  public static NpyHeader parseHeader(byte[] prefix, long fileLength, String name, int maxHeaderBytes) {
+    return parse(prefix, fileLength, name, maxHeaderBytes, false);
+  }
+
+  private static NpyHeader parse(byte[] prefix, long fileLength, String name, int maxHeaderBytes, boolean whole) {
     if (fileLength < 10 || prefix.length < 10) {
       throw err(name, "file is " + fileLength + " bytes, shorter than the smallest .npy header (10)");
     }
@@ -142,7 +154,7 @@ public record NpyHeader(String descr, ValueType type, boolean fortranOrder, long
     }
     long dataOffset = headerStart + headerLen;
     long have = fileLength - dataOffset;
-    if (have != want) {
+    if (whole && have != want) {
       throw err(name, "data holds " + have + " bytes but shape " + Npy.shapeString(shape) + " of " + descr + " needs "
           + want + " (file truncated or corrupt)");
     }
