@@ -525,7 +525,8 @@ public final class VolpoolMain {
       return null;
     }
     if (path == null) {
-      java.util.regex.Matcher m = Pattern.compile("(/[^\s:()]+)").matcher(msg);
+      // an absolute path, not the module/class of a stack frame a task's failure quotes ("java.base/java.util...")
+      java.util.regex.Matcher m = Pattern.compile("(?<![\\w.$])(/[^\s:()]+)").matcher(msg);
       path = m.find() ? m.group(1) : null;
     }
     StringBuilder sb = new StringBuilder(full ? "the disk is full" : "a file operation failed");

@@ -155,6 +155,21 @@ public final class NpyPlanesInPlace implements AutoCloseable {
 
   private void writePositioned(String relative, int index, byte[] header, VolumeShape outShape, Dtype dtype,
       ByteBuffer out, long offset, int d0, int d1) throws IOException {
+    try {
+      positioned(relative, index, header, outShape, dtype, out, offset, d0, d1);
+    } catch (IOException e) {
+      // the channel's own message ("No space left on device") names no file
+      throw new IOException(path(relative) + ": " + e.getMessage(), e);
+    }
+  }
+
+  private java.nio.file.Path path(String relative) {
+    // a relative path is never parsed on its own as a URI: a name may hold ':'
+    return java.nio.file.Path.of(new Path(staged.toString() + "/" + FILES + "/" + relative).toUri().getPath());
+  }
+
+  private void positioned(String relative, int index, byte[] header, VolumeShape outShape, Dtype dtype,
+      ByteBuffer out, long offset, int d0, int d1) throws IOException {
     FileChannel ch = open.get(relative);
     if (ch == null) {
       ch = open(relative);
@@ -288,9 +303,7 @@ public final class NpyPlanesInPlace implements AutoCloseable {
   }
 
   private FileChannel open(String relative) throws IOException {
-    // a relative path is never parsed on its own as a URI: a name may hold ':'
-    java.nio.file.Path p = java.nio.file.Path.of(new Path(staged.toString() + "/" + FILES + "/" + relative).toUri()
-        .getPath());
+    java.nio.file.Path p = path(relative);
     Files.createDirectories(p.getParent());
     return FileChannel.open(p, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
   }
@@ -318,12 +331,12 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       }
     }
     parts.clear();
-    for (FileChannel ch : open.values()) {
+    for (Map.Entry<String, FileChannel> f : open.entrySet()) {
       try {
-        ch.force(true);
-        ch.close();
+        f.getValue().force(true);
+        f.getValue().close();
       } catch (IOException e) {
-        first = first == null ? e : first;
+        first = first == null ? new IOException(path(f.getKey()) + ": " + e.getMessage(), e) : first;
       }
     }
     open.clear();
