@@ -130,7 +130,7 @@ public final class VolpoolMain {
     static String stoppedLine(sun.misc.Signal signal, boolean resume) {
       return "volpool: FAILED: stopped by SIG" + signal.getName() + (signal.getName().equals("INT") ? " (Ctrl-C)" : "")
           + " while the job ran (exit code " + (128 + signal.getNumber()) + "); no output was written " + (resume
-              ? "(what its tasks committed stays for the next run with spark.volpool.output.mode=resume)"
+              ? "(what its tasks committed stays for the next run with " + VolpoolOptions.MODE.key() + "=resume)"
               : "(the next run on this output removes what this one staged)");
     }
 

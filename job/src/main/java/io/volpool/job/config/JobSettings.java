@@ -200,6 +200,17 @@ public final class JobSettings {
     final io.volpool.io.InputRescale rescale = parseRescale();
 
     Parsed() {
+      if (output != null) {
+        String name = output.replaceAll("/+$", "");
+        name = name.substring(name.lastIndexOf('/') + 1);
+        if (name.contains(":")) {
+          // the staging folder, owner file and manifest beside the output are named after it, and a Hadoop path's
+          // name cannot hold ':' (taken for a URI scheme)
+          throw new SettingsException(VolpoolOptions.OUTPUT.key() + "=" + output + ": the output's name '" + name
+              + "' holds ':', which Hadoop paths cannot name the files the job keeps beside it with; choose a name"
+              + " without ':'");
+        }
+      }
       if (outputLayout == OutputLayout.ROWS && outputFormat == FileFormat.NPY) {
         throw new SettingsException(VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows needs Parquet output ("
             + VolpoolOptions.OUTPUT_FORMAT.key() + "=parquet): an .npy file holds one array");

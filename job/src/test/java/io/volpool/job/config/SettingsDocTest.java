@@ -77,6 +77,10 @@ class SettingsDocTest {
         "avgpool3d");
     assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.device", "tpu")))
         .hasMessage("spark.volpool.device must be one of auto, cpu, gpu, got 'tpu'");
+    assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.output", "/data/out:2026/")))
+        .isInstanceOf(io.volpool.conf.SettingsException.class)
+        .hasMessage("spark.volpool.output=/data/out:2026/: the output's name 'out:2026' holds ':', which Hadoop paths"
+            + " cannot name the files the job keeps beside it with; choose a name without ':'");
     assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.batch.size", "-1")))
         .hasMessage("spark.volpool.batch.size must be at least 0, got -1");
     assertThatThrownBy(() -> new JobSettings(with(base, "spark.volpool.avgpool3d.ceilMode", "yes")))
