@@ -128,6 +128,39 @@ class AppendTest {
     assertThat(Files.readAllBytes(out.resolve("scan:1.npy"))).as("the old file, not the run's").isEqualTo(kept);
   }
 
+  /**
+   * Before it adds files, an append removes the .npy files a run that died in its commit left for the input
+   * files it adds, and nothing else: a .npy a user put into the output stays.
+   */
+  @Test
+  void anAppendRemovesOnlyWhatADeadAppendLeftForItsOwnFiles(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    Path out = tmp.resolve("out");
+    Files.createDirectories(in);
+    // written with the header the job writes for float32: the identity's output file is its input file
+    Files.write(in.resolve("a.npy"), concat(io.volpool.format.Npy.header(new long[] {1, 4, 4, 4}),
+        NpyRangesTest.values("<f4", 64, 1)));
+    Map<String, String> conf = HardeningTest.identity(in, out, "input.format", "npy", "output.format", "npy",
+        "output.mode", "append");
+    SparkTests.Result a = run(conf);
+    assertThat(a.code()).as(a.err()).isZero();
+    byte[] mine = {1, 2, 3};
+    Files.write(out.resolve("mydata.npy"), mine);
+    Files.write(in.resolve("b.npy"), concat(io.volpool.format.Npy.header(new long[] {1, 4, 4, 4}),
+        NpyRangesTest.values("<f4", 64, 2)));
+    Files.write(out.resolve("b.npy"), new byte[] {9}); // as a dead append's commit left it
+    SparkTests.Result b = run(conf);
+    assertThat(b.code()).as(b.err()).isZero();
+    assertThat(Files.readAllBytes(out.resolve("mydata.npy"))).as("the user's file").isEqualTo(mine);
+    assertThat(Files.mismatch(in.resolve("b.npy"), out.resolve("b.npy"))).as("b.npy: the identity's output").isEqualTo(-1L);
+  }
+
+  static byte[] concat(byte[] a, byte[] b) {
+    byte[] c = java.util.Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, c, a.length, b.length);
+    return c;
+  }
+
   static java.util.List<String> npy(Path dir) throws Exception {
     return HardeningTest.names(dir).stream().filter(n -> n.endsWith(".npy")).toList();
   }

@@ -109,7 +109,7 @@ public record Appending(RunManifest existing, Set<String> added, int known, int 
     if (gone > 0) {
       LOG.info("volpool: {} file(s) processed into {} are no longer in the input; their results stay", gone, out);
     }
-    removeUnfinished(fs, out, had);
+    removeUnfinished(fs, out, had, added);
     return new Appending(had, added, known, gone);
   }
 
@@ -126,9 +126,11 @@ public record Appending(RunManifest existing, Set<String> added, int known, int 
 
   /**
    * Removes what an appending run that died in its commit left in the output: Parquet parts of a run
-   * the manifest does not name ({@link #partPrefix}), and .npy files of input the manifest does not list.
+   * the manifest does not name ({@link #partPrefix}), and .npy files of the input files this run adds
+   * ({@code added}: the manifest does not list them, so only a run that did not finish can have put them
+   * there). Any other file is left alone: a .npy a user put in the output is not the job's to remove.
    */
-  static void removeUnfinished(FileSystem fs, Path out, RunManifest had) throws IOException {
+  static void removeUnfinished(FileSystem fs, Path out, RunManifest had, Set<String> added) throws IOException {
     Set<String> prefixes = new java.util.HashSet<>();
     had.runs().forEach(r -> prefixes.add(partPrefix(r)));
     Set<String> inputs = names(had.files());
@@ -145,7 +147,7 @@ public record Appending(RunManifest existing, Set<String> added, int known, int 
       java.util.regex.Matcher m = java.util.regex.Pattern.compile("(part-[0-9a-f]{8})-r-\\d+.*").matcher(n);
       if (m.matches() && !prefixes.contains(m.group(1))) {
         orphans.add(f.getPath());
-      } else if (n.toLowerCase(java.util.Locale.ROOT).endsWith(".npy") && !inputs.contains(rel)
+      } else if (n.toLowerCase(java.util.Locale.ROOT).endsWith(".npy") && !inputs.contains(rel) && added.contains(rel)
           && !inputs.isEmpty() && inputs.iterator().next().toLowerCase(java.util.Locale.ROOT).endsWith(".npy")) {
         orphans.add(f.getPath());
       }
