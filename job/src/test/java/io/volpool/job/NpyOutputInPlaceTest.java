@@ -49,6 +49,9 @@ class NpyOutputInPlaceTest {
     // a batch of two volumes: the second one's ranges land after the first volume's bytes
     NpyRangesTest.writeNpy(tmp.resolve("in/sub/batch.npy"), "<f4", new long[] {2, s.c(), s.d(), s.h(), s.w()},
         NpyRangesTest.values("<f4", 2 * s.numel(), 6));
+    // a name with ':' (Hadoop's checksum layer cannot open it): spread too
+    NpyRangesTest.writeNpy(tmp.resolve("in/scan:7.npy"), "|u1", new long[] {s.c(), s.d(), s.h(), s.w()},
+        NpyRangesTest.values("|u1", s.numel(), 7));
     Path whole = tmp.resolve("whole");
     SparkTests.Result one = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "input.format", "npy",
         "output", whole.toString(), "output.format", "npy", "pipeline", "avgpool3d", "device", SparkTests.device(),
@@ -62,8 +65,8 @@ class NpyOutputInPlaceTest {
         tmp.resolve("child.log"));
     assertThat(c.waitFor(180)).as(c.output()).isZero();
     assertThat(rangeTasks(c.output())).as("tasks of ranges").isGreaterThan(10);
-    assertThat(c.output()).contains("volumes       3 in, 3 out");
-    assertSameFiles(whole, out, "big.npy", "sub/batch.npy");
+    assertThat(c.output()).contains("volumes       4 in, 4 out").contains("scan:7.npy output planes [0, ");
+    assertSameFiles(whole, out, "big.npy", "sub/batch.npy", "scan:7.npy");
   }
 
   /**

@@ -28,6 +28,8 @@ import org.apache.parquet.hadoop.metadata.ParquetMetadata;
  * The footers also give the number of input rows, against which the output is checked. Stateless.
  */
 public final class InputPlanner {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(InputPlanner.class);
+
   /** Footers are read in parallel on the driver up to this many files; above, only a sample. */
   static final int FOOTER_THREADS = 8;
 
@@ -292,7 +294,8 @@ public final class InputPlanner {
   static io.volpool.format.NpyHeader npyHeader(FileStatus f, Configuration conf) throws IOException {
     int n = io.volpool.format.NpyHeader.prefixBytes(f.getLen(), io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES);
     byte[] prefix = new byte[n];
-    try (org.apache.hadoop.fs.FSDataInputStream in = f.getPath().getFileSystem(conf).open(f.getPath())) {
+    // local files through the raw filesystem: the checksum layer fails on names holding ':'
+    try (org.apache.hadoop.fs.FSDataInputStream in = io.volpool.io.Files2.fs(f.getPath(), conf).open(f.getPath())) {
       in.readFully(0, prefix);
     }
     return io.volpool.format.NpyHeader.parse(prefix, f.getLen(), f.getPath().toString(),
@@ -313,7 +316,10 @@ public final class InputPlanner {
     try {
       h = npyHeader(f, conf);
     } catch (IOException | RuntimeException e) {
-      return false; // the task that reads it says what is wrong
+      // the task that reads it says what is wrong
+      LOG.warn("volpool: {} is larger than a task but its header cannot be read ({}); it runs in one task", f.getPath(),
+          String.valueOf(e.getMessage()).lines().findFirst().orElse(""));
+      return false;
     }
     long[] s = h.shape();
     if ((h.fortranOrder() && !h.isPlainF32()) || (s.length != 4 && s.length != 5)) {
