@@ -108,7 +108,6 @@ public final class NpyPlanesInPlace implements AutoCloseable {
     this.times = times;
   }
 
-
   /** Volumes whose planes from plane 0 this task wrote (each volume counts once over all its ranges). */
   public long starts() {
     return starts;
