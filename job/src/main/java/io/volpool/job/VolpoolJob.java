@@ -287,6 +287,8 @@ public final class VolpoolJob {
     }
     LOG.info("volpool: {} is complete already, made by run(s) {} from the same settings and input: nothing to resume",
         out, String.join(", ", done.runs()));
+    // a run killed after its output landed may have left its owner file, manifest or the old output it replaced
+    OutputCommit.removeDeadLeftovers(s.output(), p.conf());
     Map<String, Object> continued = new LinkedHashMap<>();
     continued.put("tasks_kept", 0L);
     continued.put("tasks_run", 0L);

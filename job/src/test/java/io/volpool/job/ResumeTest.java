@@ -83,11 +83,18 @@ class ResumeTest {
     assertThat(CrashTest.leftovers(out.getParent())).as("nothing of either run beside the output").isEmpty();
     assertThat(out.resolve("_volpool_manifest.json")).as("the output's manifest").exists();
 
-    // a resume of the complete output: nothing to do, and the output stays as it is
+    // a resume of the complete output: nothing to do, and the output stays as it is; what a run killed after its
+    // output landed left beside it (its owner file, manifest, the old output it replaced) is removed
     long before = Files.getLastModifiedTime(out.resolve(VolpoolJob.SUMMARY_FILE)).toMillis();
+    Path parent = out.getParent();
+    Files.writeString(parent.resolve(".pooled.volpool-staging-dead1.owner"), "ended=killed in its commit\n");
+    Files.copy(out.resolve("_volpool_manifest.json"), parent.resolve(".pooled.volpool-staging-dead1.manifest.json"));
+    Files.writeString(Files.createDirectories(parent.resolve(".pooled.volpool-staging-dead1.replaced"))
+        .resolve("part-0.parquet"), "the old output");
     ChildJvm.Child again = ChildJvm.start("2g", "local[2]", resume, tmp.resolve("again.log"));
     assertThat(again.waitFor(300)).as(again.output()).isZero();
     assertThat(again.output()).contains("complete already");
+    assertThat(CrashTest.leftovers(parent)).as("a dead run's files beside the complete output").isEmpty();
     assertThat(Files.getLastModifiedTime(out.resolve(VolpoolJob.SUMMARY_FILE)).toMillis()).isEqualTo(before);
   }
 

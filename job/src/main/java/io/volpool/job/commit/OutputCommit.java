@@ -142,6 +142,26 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
     return c;
   }
 
+  /**
+   * Removes what dead runs left beside an output that is complete (a run killed after its output landed and
+   * before it removed its owner file, manifest or the old output it replaced), touching no live run's files: what
+   * {@link #prepare} removes before a run, for a run that finds nothing to do.
+   */
+  public static void removeDeadLeftovers(String output, Configuration conf) throws IOException {
+    Path out = new Path(output);
+    FileSystem fs = io.volpool.io.Files2.fs(out, conf);
+    out = fs.makeQualified(out);
+    if (out.getParent() == null || !fs.exists(out.getParent())) {
+      return;
+    }
+    if (MagicCommit.applies(fs)) {
+      MagicCommit.removeDeadUploads(fs, out, null);
+    } else {
+      RenameCommit.recoverReplaced(fs, out);
+      RenameCommit.removeDeadStaging(fs, out, null);
+    }
+  }
+
   /** The name of run {@code id}'s manifest beside output {@code out}. */
   static String manifestName(Path out, String id) {
     return "." + out.getName() + STAGING + id + MANIFEST;
