@@ -646,6 +646,9 @@ public final class VolpoolJob {
         fs.delete(files, true);
       }
     }
+    if (p.npyIn() && p.npyOut()) {
+      emptyBatchOutputs(p, committedTo);
+    }
     CommittedOutput committed = CommittedOutput.count(committedTo, p.npyOut(), p.rowsOut(), p.conf());
     if (before != null) {
       committed = committed.minus(before);
@@ -667,6 +670,43 @@ public final class VolpoolJob {
         : p.manifest().withRun(out.id())).toJson());
     out.commit();
     return summary;
+  }
+
+  /**
+   * The output of each .npy input file that holds a batch of no volumes ({@code [0, C, D, H, W]}): no task
+   * writes it (it has no volume), so the driver does, a batch of none of the pipeline's output shape, as numpy
+   * would save the empty result. Only files without an output are looked at (their header read).
+   */
+  private static void emptyBatchOutputs(Planned p, Path committedTo) throws IOException {
+    FileSystem outFs = io.volpool.io.Files2.fs(committedTo, p.conf());
+    for (TaskPlan t : p.input().tasks()) {
+      for (io.volpool.io.npy.NpyFileRef f : t.files()) {
+        Path target = new Path(committedTo.toString() + "/" + f.relative());
+        if (outFs.exists(target)) {
+          continue;
+        }
+        Path in = new Path(f.path());
+        FileSystem inFs = io.volpool.io.Files2.fs(in, p.conf());
+        org.apache.hadoop.fs.FileStatus st = inFs.getFileStatus(in);
+        io.volpool.format.NpyHeader h = InputPlanner.npyHeader(st, p.conf());
+        long[] shape = h.shape();
+        if (shape.length != 5 || shape[0] != 0) {
+          continue; // a task failed to write it: the commit's count says so
+        }
+        io.volpool.op.VolumeShape o;
+        try {
+          o = p.pipeline().outputShape(new io.volpool.op.VolumeShape(Math.toIntExact(shape[1]), Math.toIntExact(shape[2]),
+              Math.toIntExact(shape[3]), Math.toIntExact(shape[4])));
+        } catch (IllegalArgumentException | ArithmeticException e) {
+          throw new io.volpool.io.BadRecordException(f.path(), "a batch of no volumes of shape "
+              + java.util.Arrays.toString(shape) + " cannot go through the pipeline: " + e.getMessage());
+        }
+        outFs.mkdirs(target.getParent());
+        try (var os = outFs.create(target, false)) {
+          os.write(io.volpool.format.Npy.header(new long[] {0, o.c(), o.d(), o.h(), o.w()}, p.pipeline().output()));
+        }
+      }
+    }
   }
 
   /**

@@ -191,6 +191,26 @@ class NpyOutputInPlaceTest {
   }
 
   /**
+   * A batch of no volumes ({@code np.save} of an empty stack, {@code [0, C, D, H, W]}) is no error: it is read as
+   * none, and its output is a batch of none of the pipeline's output shape, as numpy would save the empty result.
+   */
+  @Test
+  void aBatchOfNoVolumesGivesABatchOfNone(@TempDir Path tmp) throws Exception {
+    NpyRangesTest.writeNpy(tmp.resolve("in/a.npy"), "<f4", new long[] {2, 1, 8, 8, 8}, NpyRangesTest.values("<f4", 1024, 1));
+    NpyRangesTest.writeNpy(tmp.resolve("in/sub/empty.npy"), "<i2", new long[] {0, 1, 8, 8, 8}, new byte[0]);
+    Path out = tmp.resolve("out");
+    SparkTests.Result r = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "input.format", "npy",
+        "output", out.toString(), "output.format", "npy", "pipeline", "avgpool3d", "device", SparkTests.device()));
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out()).contains("volumes       2 in, 2 out");
+    byte[] b = Files.readAllBytes(out.resolve("sub/empty.npy"));
+    io.volpool.format.NpyHeader h = io.volpool.format.NpyHeader.parse(b, b.length, "empty.npy", 1 << 16);
+    assertThat(h.shape()).containsExactly(0, 1, 4, 4, 4);
+    assertThat(h.descr()).isEqualTo("<f4");
+    assertThat(out.resolve("a.npy")).exists();
+  }
+
+  /**
    * A .npy volume whose output is more than 2 GiB (one output buffer's most): written in place by ranges, where
    * it used to be refused; the identity pipeline's output holds the input's bytes.
    */

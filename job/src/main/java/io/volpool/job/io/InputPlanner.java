@@ -291,7 +291,7 @@ public final class InputPlanner {
   }
 
   /** The header of .npy file {@code f}, from its first bytes only. */
-  static io.volpool.format.NpyHeader npyHeader(FileStatus f, Configuration conf) throws IOException {
+  public static io.volpool.format.NpyHeader npyHeader(FileStatus f, Configuration conf) throws IOException {
     int n = io.volpool.format.NpyHeader.prefixBytes(f.getLen(), io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES);
     byte[] prefix = new byte[n];
     // local files through the raw filesystem: the checksum layer fails on names holding ':'

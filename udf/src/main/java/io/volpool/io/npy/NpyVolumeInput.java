@@ -275,9 +275,8 @@ public final class NpyVolumeInput implements VolumeInput {
           throw new BadRecordException(ref.path(), "volume dimensions must be positive, got shape " + Arrays.toString(s));
         }
       }
-      if (o == 1 && s[0] == 0) {
-        throw new BadRecordException(ref.path(), "holds no volumes: shape " + Arrays.toString(s));
-      }
+      // a batch of no volumes ([0, C, D, H, W], as numpy saves an empty stack) is read as none; the driver writes
+      // its output, a batch of none as well
       if (o == 1 && s[0] > Integer.MAX_VALUE) {
         throw new BadRecordException(ref.path(), "holds " + s[0] + " volumes, more than one file may hold (2^31 - 1)");
       }
