@@ -114,7 +114,9 @@ public record RunSummary(String status, String input, String inputFormat, String
         "  input         " + input + " (" + inputFormat + ")" + (skipped.isEmpty() ? ""
             : ", " + skipped.size() + " file(s) skipped (see the log)"),
         "  output        " + output + " (" + outputFormat + ")",
-        "  volumes       " + volumesIn + " in, " + volumesOut + " out, " + count(batches, "batch", "batches") + ", "
+        "  volumes       " + volumesIn + " in" + (continued.get("volumes_kept") instanceof Number k
+            ? " (and " + k + " kept from the resumed run)" : "") + ", " + volumesOut + " out, " + count(batches, "batch",
+            "batches") + ", "
             + count(filesOut, "file", "files")
             + (slabbed > 0 ? ", " + slabbed + " slabbed" : ""),
         "  rows          " + rowsIn + " in, " + rowsOut + " out" + (volumesAcrossRows >= 0

@@ -127,6 +127,9 @@ class ResumeTest {
     JsonNode s = summary(out);
     assertThat(s.get("resumed").get("tasks_kept").asLong()).as(r.output()).isGreaterThanOrEqualTo(committed);
     assertThat(s.get("volumes_in").asLong() + s.get("resumed").get("volumes_kept").asLong()).isEqualTo(2048);
+    // the printed summary says that volumes out counts the kept ones too
+    assertThat(r.output()).contains("volumes       " + s.get("volumes_in").asLong() + " in (and "
+        + s.get("resumed").get("volumes_kept").asLong() + " kept from the resumed run), 2048 out");
     assertThat(SparkTests.spark().read().parquet(out.toString()).count()).as("each volume once").isEqualTo(2048);
   }
 
