@@ -119,6 +119,30 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
     return new CommittedOutput.TaskCounts(rows, rows, rows, planeRows ? t.volumes().size() : 0);
   }
 
+  /**
+   * Whether the parts folder {@code dir} of a kept task holds every channel of the planes {@code m} names, each
+   * channel's parts starting in {@code [d0, d1)} summing to the planes' bytes, and the file's header part with
+   * its first planes.
+   */
+  private static boolean partsHold(FileSystem fs, Path dir, io.volpool.io.npy.NpyPlanesInPlace.Marker m)
+      throws IOException {
+    if (m.channels() < 1 || !fs.exists(dir)) {
+      return false;
+    }
+    if (m.index() == 0 && m.d0() == 0 && !fs.exists(new Path(dir, io.volpool.io.npy.NpyPlanesInPlace.HEADER))) {
+      return false;
+    }
+    long[] bytes = new long[m.channels()];
+    for (FileStatus st : fs.listStatus(dir)) {
+      long[] o = io.volpool.io.npy.NpyPlanesInPlace.partOrder(st.getPath().getName());
+      if (o != null && o[0] == m.index() && o[1] < m.channels() && o[2] >= m.d0() && o[2] < m.d1()) {
+        bytes[(int) o[1]] += st.getLen();
+      }
+    }
+    long want = (long) (m.d1() - m.d0()) * m.planeBytes();
+    return java.util.Arrays.stream(bytes).allMatch(b -> b == want);
+  }
+
   /** Whether the staged file {@code f} exists and reaches the last byte of the planes {@code m} names. */
   private static boolean holds(FileSystem fs, Path f, io.volpool.io.npy.NpyPlanesInPlace.Marker m) throws IOException {
     if (!fs.exists(f)) {
@@ -204,12 +228,13 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
       List<io.volpool.io.npy.NpyPlanesInPlace.Marker> markers = io.volpool.io.npy.NpyPlanesInPlace.Marker.read(fs, dir);
       if (!markers.isEmpty() || !t.ranges().isEmpty()) {
         boolean parts = fs.exists(new Path(dir, io.volpool.io.npy.NpyPlanesInPlace.PARTS));
-        for (io.volpool.io.npy.NpyPlanesInPlace.Marker m : parts ? List.<io.volpool.io.npy.NpyPlanesInPlace.Marker>of()
-            : markers) {
+        for (io.volpool.io.npy.NpyPlanesInPlace.Marker m : markers) {
           // written in place, the planes are in the staged file: without it, or with it cut short of them, the
-          // markers name planes that are nowhere (parts are in the task's folder with its markers)
-          if (!holds(fs, new Path(staging.toString() + "/" + io.volpool.io.npy.NpyPlanesInPlace.FILES + "/"
-              + m.relative()), m)) {
+          // markers name planes that are nowhere; as parts, they are in the task's folder, each channel's whole
+          // (a driver killed while merging the folder may have moved some of them out)
+          if (parts ? !partsHold(fs, new Path(dir.toString() + "/" + io.volpool.io.npy.NpyPlanesInPlace.PARTS + "/"
+              + m.relative()), m) : !holds(fs, new Path(staging.toString() + "/" + io.volpool.io.npy.NpyPlanesInPlace.FILES
+              + "/" + m.relative()), m)) {
             return null;
           }
         }

@@ -310,8 +310,9 @@ class ClusterIT {
         "spark.sql.files.openCostInBytes=0", "spark.eventLog.enabled=true", "spark.eventLog.compress=false",
         "spark.eventLog.dir=" + events.toUri(),
         // the ranges are short: tasks start once both executors are there, or the first one takes them all
-        "spark.scheduler.minRegisteredResourcesRatio=1.0", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
-        "spark.locality.wait=0");
+        // the ratio counts against spark.cores.max (without it the driver expects 0 cores and waits for none)
+        "spark.cores.max=2", "spark.scheduler.minRegisteredResourcesRatio=1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime=120s", "spark.locality.wait=0");
     assertThat(code[0]).as(log).isZero();
     assertThat(log).contains("ranges of output planes in separate tasks").contains("volumes       1 in, 1 out");
     // the ranges' tasks ended on both executors (one a worker), as the event log records them
@@ -350,8 +351,9 @@ class ClusterIT {
         "spark.volpool.pipeline=avgpool3d", "spark.volpool.device=cpu", "spark.volpool.output.sharedFilesystem=true",
         "spark.sql.files.maxPartitionBytes=300k", "spark.sql.files.openCostInBytes=0", "spark.eventLog.enabled=true",
         "spark.eventLog.compress=false", "spark.eventLog.dir=" + events.toUri(),
-        "spark.scheduler.minRegisteredResourcesRatio=1.0", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
-        "spark.locality.wait=0");
+        // the ratio counts against spark.cores.max (without it the driver expects 0 cores and waits for none)
+        "spark.cores.max=2", "spark.scheduler.minRegisteredResourcesRatio=1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime=120s", "spark.locality.wait=0");
     assertThat(code[0]).as(log).isZero();
     assertThat(log).contains("ranges of output planes in").contains("volumes       1 in, 1 out");
     java.util.Set<String> ranOn = new java.util.HashSet<>();
@@ -388,8 +390,9 @@ class ClusterIT {
         "spark.volpool.pipeline=avgpool3d", "spark.volpool.device=cpu", "spark.volpool.output.sharedFilesystem=true",
         "spark.sql.files.maxPartitionBytes=1m", "spark.sql.files.openCostInBytes=0", "spark.eventLog.enabled=true",
         "spark.eventLog.compress=false", "spark.eventLog.dir=" + events.toUri(), "spark.executor.heartbeatInterval=1s",
-        "spark.scheduler.minRegisteredResourcesRatio=1.0", "spark.scheduler.maxRegisteredResourcesWaitingTime=120s",
-        "spark.locality.wait=0");
+        // the ratio counts against spark.cores.max (without it the driver expects 0 cores and waits for none)
+        "spark.cores.max=2", "spark.scheduler.minRegisteredResourcesRatio=1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime=120s", "spark.locality.wait=0");
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     long killed = -1;
     long deadline = System.nanoTime() + 240_000_000_000L;

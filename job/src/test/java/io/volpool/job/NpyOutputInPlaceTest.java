@@ -188,6 +188,24 @@ class NpyOutputInPlaceTest {
     assertThatThrownBy(() -> CommittedOutput.check(c, plan, new CommittedOutput.TaskCounts(1, 1, 1, 0), true, true,
         false, "/out")).hasMessageContaining("lacks output planes [40, 64) of its 100")
         .hasMessageContaining("Nothing was moved into /out");
+    // every plane marked, but the file short of its last bytes (lost writes): the size is the problem, not bad input
+    try (var os = fs.create(new Marker("v.npy", 0, 40, 64, 100, 1).path(new org.apache.hadoop.fs.Path(staged.toUri())))) {
+      os.write("100 1\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+    }
+    long full = Files.size(staged.resolve("v.npy"));
+    try (var ch = java.nio.channels.FileChannel.open(staged.resolve("v.npy"), java.nio.file.StandardOpenOption.WRITE)) {
+      ch.truncate(full - 16);
+    }
+    assertThat(CommittedOutput.count(new org.apache.hadoop.fs.Path(staged.toUri()), true, false, new Configuration())
+        .planeProblem()).isEqualTo("the committed output v.npy holds " + (full - 16) + " bytes where its header says "
+            + full);
+    // parts (HDFS) whose header part never committed: the join refuses them rather than dropping them
+    Path parts = tmp.resolve("parts");
+    Files.createDirectories(parts.resolve(io.volpool.io.npy.NpyPlanesInPlace.PARTS + "/w.npy"));
+    Files.write(parts.resolve(io.volpool.io.npy.NpyPlanesInPlace.PARTS + "/w.npy/0.0.64"), new byte[16]);
+    assertThatThrownBy(() -> io.volpool.io.npy.NpyPlanesInPlace.joinParts(io.volpool.io.Files2.fs(
+        new org.apache.hadoop.fs.Path(parts.toUri()), new Configuration()), new org.apache.hadoop.fs.Path(parts.toUri())))
+        .hasMessageContaining("w.npy have no header part");
   }
 
   /**

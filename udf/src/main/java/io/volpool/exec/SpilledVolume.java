@@ -43,8 +43,10 @@ final class SpilledVolume {
       throw new IllegalArgumentException("the output " + outShape + " of this volume is more than one Parquet value or one"
           + " output buffer holds (2 GiB); write it across rows with " + io.volpool.conf.VolpoolOptions.OUTPUT_FORMAT.key()
           + "=parquet and " + io.volpool.conf.VolpoolOptions.OUTPUT_LAYOUT.key() + "=rows, which streams it out row by row"
-          + " as its slabs finish (and spreads a C-order .npy volume larger than a task over several tasks), or as .npy"
-          + " to a local or shared filesystem or HDFS, where ranges of its planes are written in place");
+          + " as its slabs finish (and spreads a C-order .npy volume larger than a task over several tasks); as .npy to a"
+          + " local or shared filesystem or HDFS, a C-order .npy is written in ranges when it is spread: "
+          + io.volpool.conf.VolpoolOptions.SPREAD_VOLUMES.key() + "=true (the default) and a task size"
+          + " (spark.sql.files.maxPartitionBytes) below its stored bytes");
     }
     Dtype dtype = pipeline.output();
     long outBytes = pipeline.outputBytes(outShape);

@@ -414,7 +414,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
             for (org.apache.hadoop.fs.FileStatus f : fs.listStatus(task.getPath())) {
               // two committed tasks wrote one name: part files never collide, .npy files named by id do
               io.volpool.io.Files2.merge(fs, f, output, existing -> {
-                throw new io.volpool.io.BadRecordException("output file " + existing.getName(), "two tasks wrote it:"
+                throw new io.volpool.io.BadRecordException("output file " + outputName(existing), "two tasks wrote it:"
                     + " each id names one .npy file (an id and the same id with .npy name the same one), so ids must be"
                     + " unique; give each volume its own id or write Parquet output");
               });
@@ -431,6 +431,14 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
       long t0 = System.nanoTime();
       super.commitTask(whole(context));
       addCommitTime(System.nanoTime() - t0);
+    }
+
+    /** The output file a committed file stands for: itself, or the .npy a marker of planes written in place names. */
+    static String outputName(Path p) {
+      String s = p.toUri().getPath();
+      String markers = "/" + NpyPlanesInPlace.MARKERS + "/";
+      int i = s.indexOf(markers);
+      return i < 0 ? p.getName() : s.substring(i + markers.length(), s.lastIndexOf('/'));
     }
 
     /** Adds a task commit's time to the task running on this thread. */

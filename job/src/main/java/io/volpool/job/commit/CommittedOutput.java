@@ -68,7 +68,8 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
         try (FSDataInputStream in = fs.open(f.getPath())) {
           byte[] prefix = new byte[NpyHeader.prefixBytes(f.getLen(), NpyHeader.DEFAULT_MAX_HEADER_BYTES)];
           in.readFully(prefix);
-          NpyHeader h = NpyHeader.parse(prefix, f.getLen(), f.getPath().toString(), NpyHeader.DEFAULT_MAX_HEADER_BYTES);
+          NpyHeader h = NpyHeader.parseHeader(prefix, f.getLen(), f.getPath().toString(),
+              NpyHeader.DEFAULT_MAX_HEADER_BYTES);
           long[] s = h.shape();
           volumes += s.length == 5 ? s[0] : 1;
           long want = h.dataOffset() + h.numel() * h.itemSize();

@@ -60,7 +60,9 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       while (probe.getParent() != null && !fs.exists(probe)) {
         probe = probe.getParent();
       }
-      return fs.hasPathCapability(probe, org.apache.hadoop.fs.CommonPathCapabilities.FS_CONCAT) ? PARTS : NONE;
+      // HDFS refuses concat in an encryption zone, though it declares the capability for the filesystem
+      return fs.hasPathCapability(probe, org.apache.hadoop.fs.CommonPathCapabilities.FS_CONCAT)
+          && !fs.getFileStatus(probe).isEncrypted() ? PARTS : NONE;
     }
   }
 
@@ -88,7 +90,9 @@ public final class NpyPlanesInPlace implements AutoCloseable {
   private final Map<String, PartRun> parts = new LinkedHashMap<>();
   /** Planes written, by file and volume: {@code relative -> index -> d0 -> d1}, with the volume's planes and volumes. */
   private final Map<String, Map<Integer, TreeMap<Integer, Integer>>> written = new LinkedHashMap<>();
-  private final Map<String, int[]> sizes = new LinkedHashMap<>();
+  private final Map<String, long[]> sizes = new LinkedHashMap<>();
+  /** The id whose volume each file holds (two ids, {@code a} and {@code a.npy}, name one file). */
+  private final Map<String, String> owners = new java.util.HashMap<>();
   private long starts;
   private long files;
 
@@ -127,6 +131,12 @@ public final class NpyPlanesInPlace implements AutoCloseable {
     long t0 = System.nanoTime();
     VolumeSource.NpyPlace place = item.npyPlace();
     String relative = place != null ? place.file().ref().relative() : NpyVolumeWriter.fileName(item.outputId(), item.record());
+    String owner = owners.putIfAbsent(relative, item.outputId());
+    if (owner != null && !owner.equals(item.outputId())) {
+      throw new io.volpool.io.BadRecordException(item.record(), "its output file " + relative + " is written by another"
+          + " record already (id=" + owner + "): each id names one .npy file (an id and the same id with .npy name the"
+          + " same one), so ids must be unique; give each volume its own id or write Parquet output");
+    }
     int index = place != null ? place.index() : 0;
     long[] leading = place != null ? place.file().leading() : new long[0];
     int count = place != null ? place.file().count() : 1;
@@ -142,7 +152,7 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       writePositioned(relative, index, header, outShape, dtype, out, offset, d0, d1);
     }
     written.computeIfAbsent(relative, r -> new TreeMap<>()).computeIfAbsent(index, i -> new TreeMap<>()).put(d0, d1);
-    sizes.put(relative, new int[] {outShape.d(), count});
+    sizes.put(relative, new long[] {outShape.d(), count, outShape.c(), (long) outShape.h() * outShape.w() * dtype.itemSize()});
     if (d0 == 0) {
       starts++;
       if (index == 0) {
@@ -171,6 +181,8 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       ByteBuffer out, long offset, int d0, int d1) throws IOException {
     FileChannel ch = open.get(relative);
     if (ch == null) {
+      // one file open at a time: a task of many small volumes (across rows) must not hold a descriptor for each
+      closeChannels();
       ch = open(relative);
       writeFully(ch, ByteBuffer.wrap(header), 0);
       open.put(relative, ch);
@@ -229,6 +241,10 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       run = null;
     }
     if (run == null) {
+      // one volume's streams open at a time (each HDFS stream holds its writer threads and a datanode pipeline)
+      closeParts();
+    }
+    if (run == null) {
       java.io.OutputStream[] os = new java.io.OutputStream[outShape.c()];
       for (int c = 0; c < os.length; c++) {
         os[c] = fs.create(new Path(dir, index + "." + c + "." + d0), false);
@@ -271,12 +287,24 @@ public final class NpyPlanesInPlace implements AutoCloseable {
     }
     String base = fs.makeQualified(root).toUri().getPath() + "/";
     List<Path> headers = new ArrayList<>();
+    java.util.Set<Path> withParts = new java.util.LinkedHashSet<>();
     org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it = fs.listFiles(root, true);
     while (it.hasNext()) {
       Path p = it.next().getPath();
       if (p.getName().equals(HEADER)) {
         headers.add(p);
+      } else if (partOrder(p.getName()) != null) {
+        withParts.add(p.getParent());
       }
+    }
+    for (Path h : headers) {
+      withParts.remove(h.getParent());
+    }
+    if (!withParts.isEmpty()) {
+      // the header part is written by the task of the file's first planes: committed parts without it are a file
+      // some of whose ranges were never committed, which the count of planes would also find
+      throw new IOException("the committed parts of " + withParts.iterator().next() + " have no header part (the task"
+          + " of the file's first planes did not commit); nothing was moved into the output");
     }
     for (Path h : headers) {
       Path dir = h.getParent();
@@ -320,16 +348,44 @@ public final class NpyPlanesInPlace implements AutoCloseable {
   @Override
   public void close() throws IOException {
     long t0 = System.nanoTime();
+    closeParts();
+    closeChannels();
+    FileSystem fs = io.volpool.io.Files2.fs(work, conf);
+    for (Map.Entry<String, Map<Integer, TreeMap<Integer, Integer>>> f : written.entrySet()) {
+      long[] size = sizes.get(f.getKey());
+      for (Map.Entry<Integer, TreeMap<Integer, Integer>> v : f.getValue().entrySet()) {
+        for (int[] run : Marker.merge(v.getValue())) {
+          Marker m = new Marker(f.getKey(), v.getKey(), run[0], run[1], (int) size[0], (int) size[1], (int) size[2],
+              size[3]);
+          try (var os = fs.create(m.path(work), false)) {
+            os.write(m.content().getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+          }
+        }
+      }
+    }
+    written.clear();
+    times.add(Phase.WRITE, System.nanoTime() - t0);
+  }
+
+  /** Closes the open parts: on HDFS each is then complete on its datanodes (before any marker names it). */
+  private void closeParts() throws IOException {
     IOException first = null;
     for (PartRun run : parts.values()) {
       try {
-        // closed on HDFS: the part is complete on its datanodes before its marker exists
         run.close();
       } catch (IOException e) {
         first = first == null ? e : first;
       }
     }
     parts.clear();
+    if (first != null) {
+      throw first;
+    }
+  }
+
+  /** Makes the open files' planes durable ({@code fsync}) and closes them (before any marker names them). */
+  private void closeChannels() throws IOException {
+    IOException first = null;
     for (Map.Entry<String, FileChannel> f : open.entrySet()) {
       try {
         f.getValue().force(true);
@@ -342,34 +398,27 @@ public final class NpyPlanesInPlace implements AutoCloseable {
     if (first != null) {
       throw first;
     }
-    FileSystem fs = io.volpool.io.Files2.fs(work, conf);
-    for (Map.Entry<String, Map<Integer, TreeMap<Integer, Integer>>> f : written.entrySet()) {
-      int[] size = sizes.get(f.getKey());
-      for (Map.Entry<Integer, TreeMap<Integer, Integer>> v : f.getValue().entrySet()) {
-        for (int[] run : Marker.merge(v.getValue())) {
-          Marker m = new Marker(f.getKey(), v.getKey(), run[0], run[1], size[0], size[1]);
-          try (var os = fs.create(m.path(work), false)) {
-            os.write(m.content().getBytes(java.nio.charset.StandardCharsets.US_ASCII));
-          }
-        }
-      }
-    }
-    written.clear();
-    times.add(Phase.WRITE, System.nanoTime() - t0);
   }
 
   /**
    * A committed range of planes written in place: output planes {@code [d0, d1)} of volume {@code index} of
-   * file {@code relative}, whose volumes have {@code planes} output planes and which holds {@code volumes}.
+   * file {@code relative}, whose volumes have {@code planes} output planes of {@code channels} channels of
+   * {@code planeBytes} each, and which holds {@code volumes}.
    */
-  public record Marker(String relative, int index, int d0, int d1, int planes, int volumes) {
+  public record Marker(String relative, int index, int d0, int d1, int planes, int volumes, int channels,
+      long planeBytes) {
+    /** A marker whose channels and plane size are not known (-1). */
+    public Marker(String relative, int index, int d0, int d1, int planes, int volumes) {
+      this(relative, index, d0, d1, planes, volumes, -1, -1);
+    }
+
     /** Its path under {@code root} (a task's work folder, or the staged output). */
     public Path path(Path root) {
       return new Path(root.toString() + "/" + MARKERS + "/" + relative + "/" + index + "." + d0 + "-" + d1);
     }
 
     String content() {
-      return planes + " " + volumes + "\n";
+      return planes + " " + volumes + " " + channels + " " + planeBytes + "\n";
     }
 
     /** The marker at {@code p}, a path below a {@link #MARKERS} folder, with its file's {@code content}. */
@@ -378,11 +427,12 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       String name = relativeToMarkers.substring(slash + 1);
       java.util.regex.Matcher m = java.util.regex.Pattern.compile("([0-9]+)\\.([0-9]+)-([0-9]+)").matcher(name);
       String[] c = content.trim().split(" ");
-      if (slash < 0 || !m.matches() || c.length != 2) {
+      if (slash < 0 || !m.matches() || (c.length != 2 && c.length != 4)) {
         throw new IllegalArgumentException("not a marker of planes written in place: " + relativeToMarkers);
       }
       return new Marker(relativeToMarkers.substring(0, slash), Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
-          Integer.parseInt(m.group(3)), Integer.parseInt(c[0]), Integer.parseInt(c[1]));
+          Integer.parseInt(m.group(3)), Integer.parseInt(c[0]), Integer.parseInt(c[1]),
+          c.length == 4 ? Integer.parseInt(c[2]) : -1, c.length == 4 ? Long.parseLong(c[3]) : -1);
     }
 
     /** The markers under {@code root} (a committed task's folder, or the staged output); none when it has none. */
