@@ -145,7 +145,7 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
 
   /** Whether the staged file {@code f} exists and reaches the last byte of the planes {@code m} names. */
   private static boolean holds(FileSystem fs, Path f, io.volpool.io.npy.NpyPlanesInPlace.Marker m) throws IOException {
-    if (!fs.exists(f)) {
+    if (m.channels() < 1 || !fs.exists(f)) {
       return false;
     }
     long len = fs.getFileStatus(f).getLen();
@@ -153,15 +153,10 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
     try (var in = fs.open(f)) {
       in.readFully(prefix);
     }
-    io.volpool.format.NpyHeader h = io.volpool.format.NpyHeader.parseHeader(prefix, len, f.toString(),
-        io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES);
-    long[] s = h.shape();
-    long c = s[s.length - 4];
-    long d = s[s.length - 3];
-    long plane = s[s.length - 2] * s[s.length - 1] * h.itemSize();
-    long end = h.dataOffset() + (long) m.index() * c * d * plane + ((c - 1) * d + m.d1()) * plane;
-    return len >= end;
+    return len >= m.end(io.volpool.format.NpyHeader.parseHeader(prefix, len, f.toString(),
+        io.volpool.format.NpyHeader.DEFAULT_MAX_HEADER_BYTES).dataOffset());
   }
+
 
   /**
    * The counts of a committed task that wrote its planes into .npy files in place: its markers must name

@@ -71,4 +71,25 @@ public final class SlabRanges {
           + " planes (a range's slabs must be a whole run's slabs, or its output would differ)");
     }
   }
+
+  /**
+   * What is wrong with {@code runs} ({@code {d0, d1}} each) as the output planes {@code [0, d)} of one volume,
+   * each plane once: {@code "lacks output planes [a, b) of its d"} or {@code "holds output planes [a, b) twice"}
+   * for the first gap or overlap; null when they tile it. The commit's check of ranges written by separate tasks.
+   */
+  public static String tilingProblem(java.util.List<long[]> runs, long d) {
+    java.util.List<long[]> sorted = new java.util.ArrayList<>(runs);
+    sorted.sort(java.util.Comparator.comparingLong((long[] r) -> r[0]).thenComparingLong(r -> r[1]));
+    long next = 0;
+    for (long[] r : sorted) {
+      if (r[0] > next) {
+        return "lacks output planes [" + next + ", " + r[0] + ") of its " + d;
+      }
+      if (r[0] < next) {
+        return "holds output planes [" + r[0] + ", " + Math.min(next, r[1]) + ") twice";
+      }
+      next = r[1];
+    }
+    return next != d ? "lacks output planes [" + next + ", " + d + ") of its " + d : null;
+  }
 }

@@ -118,26 +118,15 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
    */
   static String planeProblem(java.util.Map<String, java.util.List<long[]>> planes) {
     for (String id : new java.util.TreeSet<>(planes.keySet())) {
-      java.util.List<long[]> rows = new java.util.ArrayList<>(planes.get(id));
-      rows.sort(java.util.Comparator.comparingLong((long[] r) -> r[0]).thenComparingLong(r -> r[1]));
-      long next = 0;
-      long d = rows.get(0)[2];
-      for (long[] r : rows) {
-        if (r[0] > next) {
-          return "the committed output of id=" + id + " lacks output planes [" + next + ", " + r[0] + ") of its " + d;
-        }
-        if (r[0] < next) {
-          return "the committed output of id=" + id + " holds output planes [" + r[0] + ", " + Math.min(next, r[1])
-              + ") twice";
-        }
-        next = r[1];
-      }
-      if (next != d) {
-        return "the committed output of id=" + id + " lacks output planes [" + next + ", " + d + ") of its " + d;
+      java.util.List<long[]> rows = planes.get(id);
+      String problem = io.volpool.backend.SlabRanges.tilingProblem(rows, rows.get(0)[2]);
+      if (problem != null) {
+        return "the committed output of id=" + id + " " + problem;
       }
     }
     return null;
   }
+
 
   /**
    * What tasks did, as their counts say: volumes (rows, for volumes across rows) read, volumes written,

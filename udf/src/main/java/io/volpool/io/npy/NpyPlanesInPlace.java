@@ -172,6 +172,14 @@ public final class NpyPlanesInPlace implements AutoCloseable {
     }
   }
 
+  /**
+   * Where plane {@code d} of channel {@code c} of volume {@code index} starts in a C-order .npy whose data starts
+   * at {@code dataOffset}, of volumes of {@code channels} channels of {@code planes} planes of {@code planeBytes}.
+   */
+  public static long at(long dataOffset, long index, long c, long d, long channels, long planes, long planeBytes) {
+    return dataOffset + ((index * channels + c) * planes + d) * planeBytes;
+  }
+
   private java.nio.file.Path path(String relative) {
     // a relative path is never parsed on its own as a URI: a name may hold ':'
     return java.nio.file.Path.of(new Path(staged.toString() + "/" + FILES + "/" + relative).toUri().getPath());
@@ -188,11 +196,10 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       open.put(relative, ch);
     }
     long planeBytes = (long) outShape.h() * outShape.w() * dtype.itemSize();
-    long volumeAt = header.length + index * outShape.numel() * dtype.itemSize();
     int n = d1 - d0;
     for (int c = 0; c < outShape.c(); c++) {
       ByteBuffer part = out.slice((int) (offset + c * n * planeBytes), (int) (n * planeBytes));
-      writeFully(ch, part, volumeAt + ((long) c * outShape.d() + d0) * planeBytes);
+      writeFully(ch, part, at(header.length, index, c, d0, outShape.c(), outShape.d(), planeBytes));
     }
   }
 
@@ -417,6 +424,11 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       return new Path(root.toString() + "/" + MARKERS + "/" + relative + "/" + index + "." + d0 + "-" + d1);
     }
 
+    /** The byte after the last this marker's planes fill in a file whose data starts at {@code dataOffset}. */
+    public long end(long dataOffset) {
+      return at(dataOffset, index, channels - 1, d1, channels, planes, planeBytes);
+    }
+
     String content() {
       return planes + " " + volumes + " " + channels + " " + planeBytes + "\n";
     }
@@ -492,21 +504,10 @@ public final class NpyPlanesInPlace implements AutoCloseable {
           if (v.isEmpty()) {
             return "the committed output " + name + " lacks all its output planes";
           }
-          v.sort(java.util.Comparator.comparingInt(Marker::d0).thenComparingInt(Marker::d1));
-          int next = 0;
-          int d = v.get(0).planes();
-          for (Marker m : v) {
-            if (m.d0() > next) {
-              return "the committed output " + name + " lacks output planes [" + next + ", " + m.d0() + ") of its " + d;
-            }
-            if (m.d0() < next) {
-              return "the committed output " + name + " holds output planes [" + m.d0() + ", " + Math.min(next, m.d1())
-                  + ") twice";
-            }
-            next = m.d1();
-          }
-          if (next != d) {
-            return "the committed output " + name + " lacks output planes [" + next + ", " + d + ") of its " + d;
+          String problem = io.volpool.backend.SlabRanges.tilingProblem(v.stream().map(m -> new long[] {m.d0(), m.d1()})
+              .toList(), v.get(0).planes());
+          if (problem != null) {
+            return "the committed output " + name + " " + problem;
           }
         }
       }
