@@ -24,6 +24,22 @@ final class ChildJvm {
       return Files.readString(log, StandardCharsets.UTF_8);
     }
 
+    /**
+     * Waits, while this child runs, until {@code committed} counts at least {@code n} committed tasks (at most 300 s);
+     * returns the count then. The kill point of the crash and resume tests.
+     */
+    int awaitCommits(java.util.concurrent.Callable<Integer> committed, int n) throws Exception {
+      long started = System.nanoTime();
+      while (committed.call() < n) {
+        org.assertj.core.api.Assertions.assertThat(process.isAlive()).as("the run ended before " + n
+            + " tasks committed; " + output()).isTrue();
+        org.assertj.core.api.Assertions.assertThat(System.nanoTime() - started).as("no kill point within 300 s")
+            .isLessThan(300_000_000_000L);
+        Thread.sleep(5);
+      }
+      return committed.call();
+    }
+
     int waitFor(long seconds) throws Exception {
       if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
         process.destroyForcibly();

@@ -115,6 +115,17 @@ class ClusterIT {
     return m;
   }
 
+  /** The executors whose tasks ended, as the event log under {@code events} records them. */
+  static java.util.Set<String> taskExecutors(Path events) throws IOException {
+    java.util.Set<String> ids = new java.util.HashSet<>();
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"Event\":\"SparkListenerTaskEnd\".*?\"Executor ID\":"
+        + "\"([0-9]+)\"").matcher(eventLog(events));
+    while (m.find()) {
+      ids.add(m.group(1));
+    }
+    return ids;
+  }
+
   static String eventLog(Path events) throws IOException {
     StringBuilder sb = new StringBuilder();
     try (Stream<Path> s = Files.walk(events)) {
@@ -316,12 +327,7 @@ class ClusterIT {
     assertThat(code[0]).as(log).isZero();
     assertThat(log).contains("ranges of output planes in separate tasks").contains("volumes       1 in, 1 out");
     // the ranges' tasks ended on both executors (one a worker), as the event log records them
-    java.util.Set<String> ranOn = new java.util.HashSet<>();
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"Event\":\"SparkListenerTaskEnd\".*?\"Executor ID\":\"([0-9]+)\"")
-        .matcher(eventLog(events));
-    while (m.find()) {
-      ranOn.add(m.group(1));
-    }
+    java.util.Set<String> ranOn = taskExecutors(events);
     assertThat(ranOn).as("executors that ran ranges").hasSize(2);
     io.volpool.op.VolumeShape o = new io.volpool.op.VolumeShape(2, 512, 16, 16);
     VolumesAcrossRowsTest.assertBitIdentical(VolumesAcrossRowsTest.readOutput(out, Map.of("big", o)).get("big"),
@@ -356,12 +362,7 @@ class ClusterIT {
         "spark.scheduler.maxRegisteredResourcesWaitingTime=120s", "spark.locality.wait=0");
     assertThat(code[0]).as(log).isZero();
     assertThat(log).contains("ranges of output planes in").contains("volumes       1 in, 1 out");
-    java.util.Set<String> ranOn = new java.util.HashSet<>();
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"Event\":\"SparkListenerTaskEnd\".*?\"Executor ID\":\"([0-9]+)\"")
-        .matcher(eventLog(events));
-    while (m.find()) {
-      ranOn.add(m.group(1));
-    }
+    java.util.Set<String> ranOn = taskExecutors(events);
     assertThat(ranOn).as("executors that wrote ranges").hasSize(2);
     NpyOutputInPlaceTest.assertSameFiles(local, out, "big.npy");
   }

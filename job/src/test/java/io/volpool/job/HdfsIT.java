@@ -262,12 +262,7 @@ class HdfsIT {
         root + "/concat/resumed", "output.format", "npy", "output.mode", "resume", "pipeline", "avgpool3d", "device",
         "cpu", "spark.sql.files.maxPartitionBytes", "300000", "spark.sql.files.openCostInBytes", "0");
     ChildJvm.Child run = ChildJvm.start("1g", "local[2]", conf, tmp.resolve("kill.log"));
-    long started = System.nanoTime();
-    while (committedTasks("concat", "resumed") < tasks / 2) {
-      assertThat(run.process().isAlive()).as("the run ended before half its tasks committed; " + run.output()).isTrue();
-      assertThat(System.nanoTime() - started).as("no kill point within 300 s").isLessThan(300_000_000_000L);
-      Thread.sleep(5);
-    }
+    run.awaitCommits(() -> committedTasks("concat", "resumed"), tasks / 2);
     run.process().destroyForcibly().waitFor();
     ChildJvm.Child r = ChildJvm.start("1g", "local[2]", conf, tmp.resolve("resumed.log"));
     assertThat(r.waitFor(300)).as(r.output()).isZero();
@@ -311,13 +306,7 @@ class HdfsIT {
 
     conf.put("spark.volpool.output.mode", "resume");
     ChildJvm.Child run = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("kill.log"));
-    long started = System.nanoTime();
-    while (committedTasks("res", "out") < tasks / 2) {
-      assertThat(run.process().isAlive()).as("the run ended before half its tasks committed; " + run.output()).isTrue();
-      assertThat(System.nanoTime() - started).as("no kill point within 300 s").isLessThan(300_000_000_000L);
-      Thread.sleep(5);
-    }
-    int committed = committedTasks("res", "out");
+    int committed = run.awaitCommits(() -> committedTasks("res", "out"), tasks / 2);
     run.process().destroyForcibly().waitFor();
     ChildJvm.Child resumed = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("resumed.log"));
     assertThat(resumed.waitFor(300)).as(resumed.output()).isZero();

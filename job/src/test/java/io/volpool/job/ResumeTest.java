@@ -34,14 +34,7 @@ class ResumeTest {
   /** Starts a run and kills its JVM once at least {@code half} tasks committed; returns how many had. */
   static int killAfter(Path tmp, Map<String, String> conf, Path out, int half, String name) throws Exception {
     ChildJvm.Child run = ChildJvm.start("2g", "local[2]", conf, tmp.resolve(name + ".log"));
-    long started = System.nanoTime();
-    while (CrashTest.committedTasks(out) < half) {
-      assertThat(run.process().isAlive()).as("the run ended before " + half + " tasks committed; " + run.output())
-          .isTrue();
-      assertThat(System.nanoTime() - started).as("no kill point within 300 s").isLessThan(300_000_000_000L);
-      Thread.sleep(5);
-    }
-    int committed = CrashTest.committedTasks(out);
+    int committed = run.awaitCommits(() -> CrashTest.committedTasks(out), half);
     run.process().destroyForcibly().waitFor();
     assertThat(out).as("no output before the commit").doesNotExist();
     return committed;
@@ -110,13 +103,7 @@ class ResumeTest {
     Map<String, String> resume = conf(in, out);
     resume.put("spark.volpool.output.mode", "resume");
     ChildJvm.Child run = ChildJvm.start("2g", "local[2]", resume, tmp.resolve("stopped.log"));
-    long started = System.nanoTime();
-    while (CrashTest.committedTasks(out) < 4) {
-      assertThat(run.process().isAlive()).as("the run ended before 4 tasks committed; " + run.output()).isTrue();
-      assertThat(System.nanoTime() - started).as("no stop point within 300 s").isLessThan(300_000_000_000L);
-      Thread.sleep(5);
-    }
-    int committed = CrashTest.committedTasks(out);
+    int committed = run.awaitCommits(() -> CrashTest.committedTasks(out), 4);
     run.process().destroy(); // SIGTERM
     assertThat(run.process().waitFor(120, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
     assertThat(run.process().exitValue()).as(run.output()).isEqualTo(143);

@@ -375,13 +375,7 @@ class S3IT {
 
     conf.put("spark.volpool.output.mode", "resume");
     ChildJvm.Child run = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("kill.log"));
-    long started = System.nanoTime();
-    while (committedTasks("res/out") < tasks / 2) {
-      assertThat(run.process().isAlive()).as("the run ended before half its tasks committed; " + run.output()).isTrue();
-      assertThat(System.nanoTime() - started).as("no kill point within 300 s").isLessThan(300_000_000_000L);
-      Thread.sleep(5);
-    }
-    long committed = committedTasks("res/out");
+    long committed = run.awaitCommits(() -> (int) committedTasks("res/out"), tasks / 2);
     run.process().destroyForcibly().waitFor();
     ChildJvm.Child resumed = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("resumed.log"));
     assertThat(resumed.waitFor(300)).as(resumed.output()).isZero();
