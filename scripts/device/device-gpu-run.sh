@@ -22,7 +22,7 @@ CPALL="$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')"
 if [ "$what" = tests ] || [ "$what" = all ]; then
   "$J" -Xmx8g -Dvolpool.golden="$GOLDEN" -Dvolpool.golden.project="${PROJECT_GOLDEN:-udf/src/test/resources/golden}" -jar "$LIB"/junit-platform-console-standalone-*.jar execute \
     --class-path "$(ls "$LIB"/*.jar | grep -v console-standalone | tr '\n' ':')" \
-    --scan-class-path "$(ls "$LIB"/volpool-udf-*-tests.jar)" --details=summary --disable-banner \
+    ${UDF_TEST_CLASSES:---scan-class-path $(ls "$LIB"/volpool-udf-*-tests.jar)} --details=summary --disable-banner \
     --reports-dir "${JUNIT_REPORTS:-/tmp/junit}" 2>&1 | tee "$OUT/gpu-tests.log" | grep -vE '^\s+at ' | tail -60
 fi
 if [ "$what" = jobtests ]; then
@@ -148,7 +148,7 @@ if [ "$what" = kernels ]; then
   for v in ${KERNEL_VARIANTS:-}; do
     echo "== variant $v" | tee -a "$OUT/gpu-kernels.log"
     "$J" -Xmx24g -Dvolpool.fatbin=".stage/variants/$v.fatbin" -cp "$CP" io.volpool.bench.GpuBench \
-      conf/models/fused_seed.safetensors --only avgpool,maxpool,fused_maxpool,dtypes 2>&1 \
+      conf/models/fused_seed.safetensors --only copy,avgpool,maxpool,fused_maxpool,dtypes 2>&1 \
       | grep -E "_ms|_x_floor|check" | sed "s/^/$v /" | tee -a "$OUT/gpu-kernels.log"
   done
   PYTHONUNBUFFERED=1 python3 bench/anchors/torch_dtype_anchors.py --json "$OUT/torch-dtypes.json" 2>&1 \

@@ -42,6 +42,7 @@ inline int linear() { return tid.x + tid.y * g.block.x + tid.z * g.block.x * g.b
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__
 #define __launch_bounds__(...)
 #define EMU_DYNAMIC_SMEM (emu::g.dyn.data())
 
@@ -71,6 +72,40 @@ inline float __shfl_up_sync(unsigned, float v, unsigned d) {
   uint32_t r = lane >= (int)d ? emu::g.lanes[w][lane - d] : __float_as_uint(v);
   emu::g.warps[w]->arrive_and_wait();
   return __uint_as_float(r);
+}
+inline unsigned __shfl_up_sync(unsigned, unsigned v, unsigned d) {
+  int t = emu::linear(), w = t / 32, lane = t % 32;
+  emu::g.lanes[w][lane] = v;
+  emu::g.warps[w]->arrive_and_wait();
+  uint32_t r = lane >= (int)d ? emu::g.lanes[w][lane - d] : v;
+  emu::g.warps[w]->arrive_and_wait();
+  return r;
+}
+/** Byte n of the result is byte (s >> 4n) & 7 of the eight bytes x (0-3), y (4-7). */
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const uint64_t b = (uint64_t)y << 32 | x;
+  unsigned r = 0;
+  for (int n = 0; n < 4; n++) r |= (unsigned)((b >> (8 * ((s >> (4 * n)) & 7))) & 0xffu) << (8 * n);
+  return r;
+}
+// Hopper's DPX three-way minima and maxima of 16-bit pairs
+template <class H, class F>
+inline unsigned emu_pairs(unsigned a, unsigned b, unsigned c, F f) {
+  unsigned r = 0;
+  for (int k = 0; k < 2; k++) {
+    const H x = (H)(a >> (16 * k)), y = (H)(b >> (16 * k)), z = (H)(c >> (16 * k));
+    r |= (unsigned)(uint16_t)f(f(x, y), z) << (16 * k);
+  }
+  return r;
+}
+inline unsigned __vimax3_s16x2(unsigned a, unsigned b, unsigned c) {
+  return emu_pairs<int16_t>(a, b, c, [](int16_t x, int16_t y) { return x > y ? x : y; });
+}
+inline unsigned __vimax3_u16x2(unsigned a, unsigned b, unsigned c) {
+  return emu_pairs<uint16_t>(a, b, c, [](uint16_t x, uint16_t y) { return x > y ? x : y; });
+}
+inline unsigned __vimin3_s16x2(unsigned a, unsigned b, unsigned c) {
+  return emu_pairs<int16_t>(a, b, c, [](int16_t x, int16_t y) { return x < y ? x : y; });
 }
 inline void __pipeline_memcpy_async(void* dst, const void* src, size_t size, size_t zfill) {
   std::memcpy(dst, src, size - zfill);

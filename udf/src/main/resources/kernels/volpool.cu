@@ -272,6 +272,23 @@ struct LoadF16 {
     return __uint_as_float(((u & 0x8000u) << 16) | (m >= 0x7c00u ? special : finite));
   }
 };
+// float16 by the hardware's conversion (one instruction; exact for every finite value, infinities
+// kept): for sums, whose NaN is the canonical one whatever the payload of the NaN that went in.
+__device__ __forceinline__ float f16ToF32(uint32_t u) {
+#ifdef __CUDA_ARCH__
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)u));
+  return f;
+#else
+  return LoadF16::get(u & 0xffffu);
+#endif
+}
+struct LoadF16Cvt {
+  typedef unsigned short T;
+  static constexpr int BYTES = 2;
+  static constexpr bool RESCALES = true;
+  static __device__ __forceinline__ float get(uint32_t u) { return f16ToF32(u); }
+};
 struct LoadBF16 {
   typedef unsigned short T;
   static constexpr int BYTES = 2;
@@ -284,7 +301,16 @@ struct Rescaler {
   float slope, intercept;
   bool identity;
   __device__ __forceinline__ float operator()(float f) const {
-    return identity ? f : __fadd_rn(__fmul_rn(f, slope), intercept);
+    return identity ? f : apply(f);
+  }
+  __device__ __forceinline__ float apply(float f) const { return __fadd_rn(__fmul_rn(f, slope), intercept); }
+  /**
+   * Whether rescaling keeps the order of values, ties included, so that the maximum of the rescaled
+   * values is the rescaled maximum bit for bit: the identity, or a finite slope of at least 2^-100 (no
+   * product of a non-zero value underflows to a zero) with a finite intercept.
+   */
+  __device__ __forceinline__ bool monotone() const {
+    return identity || (slope >= 0x1p-100f && slope <= 3.4028235e38f && fabsf(intercept) <= 3.4028235e38f);
   }
 };
 
@@ -458,79 +484,105 @@ __device__ __forceinline__ void storeRow(float* __restrict__ y, const float (&v)
  * reciprocals of its divisor's factors (H and W once per thread, D per plane) instead of dividing:
  * within a unit or two in the last place of PyTorch's quotient, and no division's slow path.
  */
+/** The geometry of one block of the one-read pools: (32, 4) threads over 32 * OC output columns x 4 * ROWS rows. */
+struct PoolBlock {
+  i64 c;       // channel plane (volume * C + channel)
+  int oh, ow;  // this thread's first output row and column
+};
+
+template <int OC, int ROWS>
+__device__ __forceinline__ PoolBlock poolBlockOf(i64 blk, int OH, int OW) {
+  const int colBlocks = (OW + 32 * OC - 1) / (32 * OC);
+  const int rowBlocks = (OH + 4 * ROWS - 1) / (4 * ROWS);
+  i64 t = blk;
+  const int cb = (int)(t % colBlocks); t /= colBlocks;
+  const int rb = (int)(t % rowBlocks);
+  return PoolBlock{t / rowBlocks, rb * 4 * ROWS + (int)threadIdx.y * ROWS, (cb * 32 + (int)threadIdx.x) * OC};
+}
+
+/** One block of the one-read k3 s2 p1 pool (see pool_k3s2p1). */
+template <class R, class L, int E, int ROWS>
+__device__ __forceinline__ void poolBlock(const PoolBlock& pb, const typename L::T* __restrict__ x, float* __restrict__ y,
+    int D, int H, int W, int OH, int OW, int inD0, int inDn, int outD0, int outDn, int countIncludePad,
+    const Rescaler& rs) {
+  constexpr int OC = E / 2;         // output columns per lane
+  constexpr int NR = 2 * ROWS + 1;  // input rows per plane
+  const int inLast = inD0 + inDn - 1;
+  const int lane = threadIdx.x;
+  const int oh = pb.oh, ow = pb.ow;
+  const i64 c = pb.c;
+  const bool vec = OW % OC == 0;  // every row's outputs of a lane aligned for one vector store
+  const int c0 = 2 * ow;
+  const int valid = min(OC, OW - ow);
+  const i64 plane = (i64)H * W;
+  const typename L::T* xc = x + c * inDn * plane - (i64)inD0 * plane;  // indexed by whole-volume plane
+  float* yc = y + c * outDn * (i64)OH * OW + (i64)oh * OW + ow;
+  // an average's divisor is (H factor) x (W factor) x (D factor): the first two per thread, the last per plane
+  float inv[ROWS][OC];
+#pragma unroll
+  for (int q = 0; q < ROWS; q++) {
+    const float fh = (float)(oh + q < OH ? padFactor(oh + q, H, countIncludePad) : 1);
+#pragma unroll
+    for (int j = 0; j < OC; j++) {
+      const float fw = (float)(ow + j < OW ? padFactor(ow + j, W, countIncludePad) : 1);
+      inv[q][j] = 1.f / (fh * fw);
+    }
+  }
+  float p[ROWS][OC];  // windows of plane 2*od - 1, one per output row
+#pragma unroll
+  for (int q = 0; q < ROWS; q++)
+#pragma unroll
+    for (int j = 0; j < OC; j++) p[q][j] = R::zero();
+  if (outD0 > 0) {
+    // a slab after the first: plane 2*outD0 - 1 (in its window) was the last slab's, reduced as it did
+    float b[NR][OC];
+    rowsOf<R, L, E, NR>(xc + (i64)(2 * outD0 - 1) * plane, true, 2 * oh - 1, H, W, c0, lane, rs, b);
+#pragma unroll
+    for (int q = 0; q < ROWS; q++)
+#pragma unroll
+      for (int j = 0; j < OC; j++) p[q][j] = R::op(R::op(b[2 * q][j], b[2 * q + 1][j]), b[2 * q + 2][j]);
+  }
+  for (int od = outD0; od < outD0 + outDn; od++) {
+    const int d = 2 * od;
+    float a[NR][OC], b[NR][OC];
+    rowsOf<R, L, E, NR>(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, rs, a);
+    rowsOf<R, L, E, NR>(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, rs, b);
+    const int fd = padFactor(od, D, countIncludePad);
+    const float invd = fd == 3 ? 1.f / 3.f : fd == 2 ? 0.5f : 1.f;
+    float* yo = yc + (i64)(od - outD0) * OH * OW;
+#pragma unroll
+    for (int q = 0; q < ROWS; q++) {
+      float o[OC];
+#pragma unroll
+      for (int j = 0; j < OC; j++) {
+        const float A = R::op(R::op(a[2 * q][j], a[2 * q + 1][j]), a[2 * q + 2][j]);
+        const float B = R::op(R::op(b[2 * q][j], b[2 * q + 1][j]), b[2 * q + 2][j]);
+        o[j] = R::finish(R::op(R::op(p[q][j], A), B), inv[q][j] * invd);
+        p[q][j] = B;
+      }
+      if (valid > 0 && oh + q < OH) storeRow<OC>(yo + (i64)q * OW, o, vec, valid);
+    }
+  }
+}
+
+/**
+ * The one-read k3 s2 p1 pool over volumes of C channels stored as L's type (nc = volumes x C
+ * channel planes), volume v rescaled by rescale[v] (unused for float32). A thread covers E/2 output
+ * columns of ROWS output rows (2 * ROWS + 1 input rows a plane). An average multiplies its sum by the
+ * reciprocals of its divisor's factors (H and W once per thread, D per plane) instead of dividing:
+ * within a unit or two in the last place of PyTorch's quotient, and no division's slow path.
+ */
 template <class R, class L, int E, int ROWS = VOLPOOL_POOL_ROWS>
 __device__ __forceinline__ void pool_k3s2p1(const typename L::T* __restrict__ x, float* __restrict__ y, i64 nc, int C,
     int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn, int countIncludePad,
     const float2* __restrict__ rescale) {
-  constexpr int OC = E / 2;         // output columns per lane
-  constexpr int NR = 2 * ROWS + 1;  // input rows per plane
-  // block (32, 4): 32 * OC output columns x 4 * ROWS output rows; each thread marches along D
-  const int inLast = inD0 + inDn - 1;
-  const int lane = threadIdx.x;
-  const int colBlocks = (OW + 32 * OC - 1) / (32 * OC);
-  const int rowBlocks = (OH + 4 * ROWS - 1) / (4 * ROWS);
-  const i64 blocks = nc * rowBlocks * colBlocks;
-  const bool vec = OW % OC == 0;  // every row's outputs of a lane aligned for one vector store
+  constexpr int OC = E / 2;
+  const i64 blocks = nc * ((OH + 4 * ROWS - 1) / (4 * ROWS)) * ((OW + 32 * OC - 1) / (32 * OC));
   for (i64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
-    i64 t = blk;
-    const int cb = (int)(t % colBlocks); t /= colBlocks;
-    const int rb = (int)(t % rowBlocks);
-    const i64 c = t / rowBlocks;
-    const int ow = (cb * 32 + lane) * OC;
-    const int oh = rb * 4 * ROWS + threadIdx.y * ROWS;
-    if (oh >= OH) continue;  // whole warp leaves together
-    const int c0 = 2 * ow;
-    const int valid = min(OC, OW - ow);
-    const Rescaler rs = rescalerOf<L>(rescale, c / C);
-    const i64 plane = (i64)H * W;
-    const typename L::T* xc = x + c * inDn * plane - (i64)inD0 * plane;  // indexed by whole-volume plane
-    float* yc = y + c * outDn * (i64)OH * OW + (i64)oh * OW + ow;
-    // an average's divisor is (H factor) x (W factor) x (D factor): the first two per thread, the last per plane
-    float inv[ROWS][OC];
-#pragma unroll
-    for (int q = 0; q < ROWS; q++) {
-      const float fh = (float)(oh + q < OH ? padFactor(oh + q, H, countIncludePad) : 1);
-#pragma unroll
-      for (int j = 0; j < OC; j++) {
-        const float fw = (float)(ow + j < OW ? padFactor(ow + j, W, countIncludePad) : 1);
-        inv[q][j] = 1.f / (fh * fw);
-      }
-    }
-    float p[ROWS][OC];  // windows of plane 2*od - 1, one per output row
-#pragma unroll
-    for (int q = 0; q < ROWS; q++)
-#pragma unroll
-      for (int j = 0; j < OC; j++) p[q][j] = R::zero();
-    if (outD0 > 0) {
-      // a slab after the first: plane 2*outD0 - 1 (in its window) was the last slab's, reduced as it did
-      float b[NR][OC];
-      rowsOf<R, L, E, NR>(xc + (i64)(2 * outD0 - 1) * plane, true, 2 * oh - 1, H, W, c0, lane, rs, b);
-#pragma unroll
-      for (int q = 0; q < ROWS; q++)
-#pragma unroll
-        for (int j = 0; j < OC; j++) p[q][j] = R::op(R::op(b[2 * q][j], b[2 * q + 1][j]), b[2 * q + 2][j]);
-    }
-    for (int od = outD0; od < outD0 + outDn; od++) {
-      const int d = 2 * od;
-      float a[NR][OC], b[NR][OC];
-      rowsOf<R, L, E, NR>(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, rs, a);
-      rowsOf<R, L, E, NR>(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, rs, b);
-      const int fd = padFactor(od, D, countIncludePad);
-      const float invd = fd == 3 ? 1.f / 3.f : fd == 2 ? 0.5f : 1.f;
-      float* yo = yc + (i64)(od - outD0) * OH * OW;
-#pragma unroll
-      for (int q = 0; q < ROWS; q++) {
-        float o[OC];
-#pragma unroll
-        for (int j = 0; j < OC; j++) {
-          const float A = R::op(R::op(a[2 * q][j], a[2 * q + 1][j]), a[2 * q + 2][j]);
-          const float B = R::op(R::op(b[2 * q][j], b[2 * q + 1][j]), b[2 * q + 2][j]);
-          o[j] = R::finish(R::op(R::op(p[q][j], A), B), inv[q][j] * invd);
-          p[q][j] = B;
-        }
-        if (valid > 0 && oh + q < OH) storeRow<OC>(yo + (i64)q * OW, o, vec, valid);
-      }
-    }
+    const PoolBlock pb = poolBlockOf<OC, ROWS>(blk, OH, OW);
+    if (pb.oh >= OH) continue;  // whole warp leaves together
+    const Rescaler rs = rescalerOf<L>(rescale, pb.c / C);
+    poolBlock<R, L, E, ROWS>(pb, x, y, D, H, W, OH, OW, inD0, inDn, outD0, outDn, countIncludePad, rs);
   }
 }
 
@@ -550,6 +602,188 @@ extern "C" __global__ void VOLPOOL_POOL_LAUNCH avgpool_k3s2p1(const float* __res
 extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1(const float* __restrict__ x, float* __restrict__ y,
     i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0, int outDn) {
   pool_k3s2p1<MaxOp, LoadF32, VOLPOOL_F32_E>(x, y, nc, 1, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// maxpool3d k3 s2 p1 on 16-bit values as stored, two to a 32-bit word. A maximum commutes with a
+// rescale that keeps the order (Rescaler::monotone), so the window's maximum is taken on the stored
+// values, two columns an instruction (Hopper's DPX three-way maxima of int16 and uint16 pairs,
+// max.NaN.f16x2 for float16), and only the outputs are widened and rescaled: rows, then planes,
+// then columns, and a lane shuffles one word per output row instead of one value per input row.
+// Bit for bit the float32 kernel's on the values widened, with two exceptions for float16 that only
+// a NaN or a zero can show: a NaN result is the canonical NaN (PyTorch's keeps its last NaN's
+// payload), and a window whose maximum is a zero and that holds a -0 is scanned again in PyTorch's
+// order (its first zero wins). A volume whose rescale does not keep the order runs poolBlock.
+
+__device__ __forceinline__ uint32_t hmax2nan(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t d;
+  asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  uint32_t r = 0;
+  for (int k = 0; k < 2; k++) {
+    const uint32_t u = (a >> (16 * k)) & 0xffffu, v = (b >> (16 * k)) & 0xffffu;
+    const float fu = LoadF16::get(u), fv = LoadF16::get(v);
+    const uint32_t m = (fu != fu || fv != fv) ? 0x7fffu : fu > fv ? u : fv > fu ? v : (u & v);
+    r |= m << (16 * k);
+  }
+  return r;
+#endif
+}
+
+/** The packed maximum of a 16-bit type: PAD is a pair no value of a window is below. */
+struct Max16I16 {
+  typedef LoadI16 L;
+  static constexpr uint32_t PAD = 0x80008000u;  // -32768
+  static constexpr bool SIGNED_ZERO = false;
+  static __device__ __forceinline__ uint32_t max3(uint32_t a, uint32_t b, uint32_t c) { return __vimax3_s16x2(a, b, c); }
+};
+struct Max16U16 {
+  typedef LoadU16 L;
+  static constexpr uint32_t PAD = 0u;
+  static constexpr bool SIGNED_ZERO = false;
+  static __device__ __forceinline__ uint32_t max3(uint32_t a, uint32_t b, uint32_t c) { return __vimax3_u16x2(a, b, c); }
+};
+struct Max16F16 {
+  typedef LoadF16 L;
+  static constexpr uint32_t PAD = 0xfc00fc00u;  // -inf
+  static constexpr bool SIGNED_ZERO = true;
+  static __device__ __forceinline__ uint32_t max3(uint32_t a, uint32_t b, uint32_t c) {
+    return hmax2nan(hmax2nan(a, b), c);
+  }
+};
+
+/**
+ * Input rows r0 .. r0 + 2 * ROWS of one plane, reduced along H in pairs: v[q][k] is the maximum of
+ * rows 2q .. 2q + 2 in word k (words 0-3: columns c0 .. c0 + 7; word 4: column c0 - 1 in its upper
+ * half, lane 0 only). negZero is set when a float16 -0 is among the words.
+ */
+template <class P, int ROWS>
+__device__ __forceinline__ void max16Rows(const typename P::L::T* __restrict__ plane, bool planeOk, int r0, int H,
+    int W, int c0, int lane, uint32_t (&v)[ROWS][5], uint32_t& negZero) {
+  constexpr int NR = 2 * ROWS + 1;
+  uint32_t w[NR][5];
+#pragma unroll
+  for (int r = 0; r < NR; r++) {
+    const int h = r0 + r;
+    const bool ok = planeOk && h >= 0 && h < H;
+    const typename P::L::T* row = plane + (i64)(ok ? h : 0) * W;
+    if (ok && c0 < W) {
+      const uint4 q = VOLPOOL_POOL_CACHE(reinterpret_cast<const uint4*>(row + c0));
+      w[r][0] = q.x;
+      w[r][1] = q.y;
+      w[r][2] = q.z;
+      w[r][3] = q.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; k++) w[r][k] = P::PAD;
+    }
+    w[r][4] = ok && lane == 0 && c0 >= 1 && c0 - 1 < W ? (loadOneRaw<typename P::L>(row + c0 - 1) << 16) | (P::PAD & 0xffffu)
+                                                       : P::PAD;
+  }
+#pragma unroll
+  for (int q = 0; q < ROWS; q++)
+#pragma unroll
+    for (int k = 0; k < 5; k++) v[q][k] = P::max3(w[2 * q][k], w[2 * q + 1][k], w[2 * q + 2][k]);
+  if constexpr (P::SIGNED_ZERO) {
+    // -0 (0x8000) is the least of all pairs read as int16; the pad (-inf, 0xfc00) is not it
+    uint32_t m = w[0][0];
+#pragma unroll
+    for (int i = 1; i + 1 < NR * 5; i += 2) m = __vimin3_s16x2(m, w[i / 5][i % 5], w[(i + 1) / 5][(i + 1) % 5]);
+    if constexpr ((NR * 5) % 2 == 0) m = __vimin3_s16x2(m, w[NR - 1][4], w[NR - 1][4]);
+    negZero |= (m & 0xffffu) == 0x8000u || (m >> 16) == 0x8000u;
+  }
+}
+
+/** Output (od, oh, ow) of maxpool3d k3 s2 p1, its window scanned in PyTorch's order (D, H, W). */
+template <class L>
+__device__ __noinline__ float exactMax(const typename L::T* __restrict__ xc, i64 plane, int D, int H, int W, int od,
+    int oh, int ow, const Rescaler& rs) {
+  float m = MaxOp::zero();
+  for (int d = max(2 * od - 1, 0); d <= min(2 * od + 1, D - 1); d++)
+    for (int h = max(2 * oh - 1, 0); h <= min(2 * oh + 1, H - 1); h++)
+      for (int w = max(2 * ow - 1, 0); w <= min(2 * ow + 1, W - 1); w++)
+        m = MaxOp::op(m, rs(L::get(loadOneRaw<L>(xc + d * plane + (i64)h * W + w))));
+  return m;
+}
+
+template <class P, int ROWS>
+__device__ __forceinline__ void max16Block(const PoolBlock& pb, const typename P::L::T* __restrict__ x,
+    float* __restrict__ y, int D, int H, int W, int OH, int OW, int inD0, int inDn, int outD0, int outDn,
+    const Rescaler& rs) {
+  constexpr int OC = 4;
+  const int inLast = inD0 + inDn - 1;
+  const int lane = threadIdx.x;
+  const int oh = pb.oh, ow = pb.ow;
+  const bool vec = OW % OC == 0;
+  const int c0 = 2 * ow;
+  const int valid = min(OC, OW - ow);
+  const i64 plane = (i64)H * W;
+  const typename P::L::T* xc = x + pb.c * inDn * plane - (i64)inD0 * plane;
+  float* yc = y + pb.c * outDn * (i64)OH * OW + (i64)oh * OW + ow;
+  uint32_t p[ROWS][5];  // plane 2*od - 1, reduced along H
+  uint32_t negZeroP = 0;
+#pragma unroll
+  for (int q = 0; q < ROWS; q++)
+#pragma unroll
+    for (int k = 0; k < 5; k++) p[q][k] = P::PAD;
+  if (outD0 > 0) {
+    max16Rows<P, ROWS>(xc + (i64)(2 * outD0 - 1) * plane, true, 2 * oh - 1, H, W, c0, lane, p, negZeroP);
+  }
+  for (int od = outD0; od < outD0 + outDn; od++) {
+    const int d = 2 * od;
+    uint32_t a[ROWS][5], b[ROWS][5];
+    uint32_t negZeroA = 0, negZeroB = 0;
+    max16Rows<P, ROWS>(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, a, negZeroA);
+    max16Rows<P, ROWS>(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, b, negZeroB);
+    const bool negZero = (negZeroP | negZeroA | negZeroB) != 0;
+    negZeroP = negZeroB;
+    float* yo = yc + (i64)(od - outD0) * OH * OW;
+#pragma unroll
+    for (int q = 0; q < ROWS; q++) {
+      uint32_t r[5];
+#pragma unroll
+      for (int k = 0; k < 5; k++) {
+        r[k] = P::max3(p[q][k], a[q][k], b[q][k]);
+        p[q][k] = b[q][k];
+      }
+      const uint32_t left = __shfl_up_sync(0xffffffffu, r[3], 1);
+      float o[OC];
+#pragma unroll
+      for (int j = 0; j < OC; j++) {
+        const uint32_t wp = j == 0 ? (lane == 0 ? r[4] : left) : r[j - 1];
+        // low half: the maximum of columns 2j - 1 (wp's upper half), 2j and 2j + 1 (r[j]'s halves)
+        const uint32_t m = P::max3(r[j], __byte_perm(wp, r[j], 0x7632), __byte_perm(r[j], r[j], 0x1032)) & 0xffffu;
+        o[j] = rs(P::L::get(m));
+        if constexpr (P::SIGNED_ZERO) {
+          if (negZero && (m & 0x7fffu) == 0 && ow + j < OW && oh + q < OH) {
+            o[j] = exactMax<typename P::L>(xc, plane, D, H, W, od, oh + q, ow + j, rs);
+          }
+        }
+      }
+      if (valid > 0 && oh + q < OH) storeRow<OC>(yo + (i64)q * OW, o, vec, valid);
+    }
+  }
+}
+
+/** maxpool3d k3 s2 p1 on 16-bit stored values: packed where the volume's rescale keeps the order. */
+template <class P, int ROWS = VOLPOOL_POOL_ROWS>
+__device__ __forceinline__ void maxpool16_k3s2p1(const typename P::L::T* __restrict__ x, float* __restrict__ y, i64 nc,
+    int C, int D, int H, int W, int OH, int OW, int inD0, int inDn, int outD0, int outDn,
+    const float2* __restrict__ rescale) {
+  constexpr int OC = 4;
+  const i64 blocks = nc * ((OH + 4 * ROWS - 1) / (4 * ROWS)) * ((OW + 32 * OC - 1) / (32 * OC));
+  for (i64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
+    const PoolBlock pb = poolBlockOf<OC, ROWS>(blk, OH, OW);
+    if (pb.oh >= OH) continue;  // whole warp leaves together
+    const Rescaler rs = rescalerOf<typename P::L>(rescale, pb.c / C);
+    if (rs.monotone()) {
+      max16Block<P, ROWS>(pb, x, y, D, H, W, OH, OW, inD0, inDn, outD0, outDn, rs);
+    } else {
+      poolBlock<MaxOp, typename P::L, 2 * OC, ROWS>(pb, x, y, D, H, W, OH, OW, inD0, inDn, outD0, outDn, 1, rs);
+    }
+  }
 }
 
 // The same kernels reading 8- and 16-bit volumes as stored (W % 8 == 0: 8 columns a lane), each
@@ -585,7 +819,7 @@ extern "C" __global__ void VOLPOOL_POOL_LAUNCH avgpool_k3s2p1_i16(const short* _
 extern "C" __global__ void VOLPOOL_POOL_LAUNCH avgpool_k3s2p1_f16(const unsigned short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int countIncludePad, int C, const float2* __restrict__ rescale) {
-  pool_k3s2p1<SumOp, LoadF16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
+  pool_k3s2p1<SumOp, LoadF16Cvt, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn,
       countIncludePad, rescale);
 }
 extern "C" __global__ void VOLPOOL_POOL_LAUNCH avgpool_k3s2p1_bf16(const unsigned short* __restrict__ x,
@@ -607,17 +841,17 @@ extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1_i8(const signed ch
 extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1_u16(const unsigned short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int C, const float2* __restrict__ rescale) {
-  pool_k3s2p1<MaxOp, LoadU16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
+  maxpool16_k3s2p1<Max16U16>(x, y, nc, C, D, H, W, OH, OW, inD0, inDn, outD0, outDn, rescale);
 }
 extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1_i16(const short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int C, const float2* __restrict__ rescale) {
-  pool_k3s2p1<MaxOp, LoadI16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
+  maxpool16_k3s2p1<Max16I16>(x, y, nc, C, D, H, W, OH, OW, inD0, inDn, outD0, outDn, rescale);
 }
 extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1_f16(const unsigned short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
     int outDn, int C, const float2* __restrict__ rescale) {
-  pool_k3s2p1<MaxOp, LoadF16, VOLPOOL_TYPED_E>(x, y, nc, C, D, H, W, OD, OH, OW, inD0, inDn, outD0, outDn, 1, rescale);
+  maxpool16_k3s2p1<Max16F16>(x, y, nc, C, D, H, W, OH, OW, inD0, inDn, outD0, outDn, rescale);
 }
 extern "C" __global__ void VOLPOOL_POOL_LAUNCH maxpool_k3s2p1_bf16(const unsigned short* __restrict__ x,
     float* __restrict__ y, i64 nc, int D, int H, int W, int OD, int OH, int OW, int inD0, int inDn, int outD0,
