@@ -509,8 +509,8 @@ public final class VolpoolJob {
     // across rows when the input is, or when asked: then a volume larger than output.rowBytes takes several rows
     boolean rowsOut = !npyOut && (planeRows || s.outputLayout() == OutputLayout.ROWS);
     // .npy output on a local or shared POSIX filesystem: a volume's planes go by position into its one file, from
-    // any task; on HDFS as parts joined by concat (so a volume is spread over tasks, and has no size limit);
-    // elsewhere (S3) a .npy is written by one task
+    // any task; on HDFS as parts joined by concat, on S3 as parts the store copies into one upload (so a volume is
+    // spread over tasks, and has no size limit); elsewhere a .npy is written by one task
     io.volpool.io.npy.NpyPlanesInPlace.Mode npyRanges = npyOut ? io.volpool.io.npy.NpyPlanesInPlace.Mode.of(
         new Path(s.output()), conf) : io.volpool.io.npy.NpyPlanesInPlace.Mode.NONE;
     boolean npyInPlace = npyRanges != io.volpool.io.npy.NpyPlanesInPlace.Mode.NONE;
@@ -628,9 +628,11 @@ public final class VolpoolJob {
       new ParquetBatchWriter(new Path(committedTo, "part-00000-empty.parquet"), p.outSpec(), p.conf(),
           new io.volpool.backend.PhaseTimes()).close();
     }
-    if (p.outSpec().npyRanges() == io.volpool.io.npy.NpyPlanesInPlace.Mode.PARTS) {
-      // the tasks' parts joined in order into their files (HDFS concat: no byte copied), to be counted
-      io.volpool.io.npy.NpyPlanesInPlace.joinParts(io.volpool.io.Files2.fs(committedTo, p.conf()), committedTo);
+    if (p.outSpec().npyRanges().parts()) {
+      // the tasks' parts joined in order into their files (HDFS concat, S3 copies inside the store: no byte through
+      // the driver), to be counted
+      io.volpool.io.npy.NpyPlanesInPlace.joinParts(io.volpool.io.Files2.fs(committedTo, p.conf()), committedTo,
+          p.outSpec().npyRanges(), io.volpool.job.commit.S3aUploads::joinByCopies);
     }
     if (p.outSpec().npyRanges() == io.volpool.io.npy.NpyPlanesInPlace.Mode.POSITIONED) {
       // the files the tasks wrote in place join the output's other files, to be counted with them

@@ -204,7 +204,8 @@ class NpyOutputInPlaceTest {
     Files.createDirectories(parts.resolve(io.volpool.io.npy.NpyPlanesInPlace.PARTS + "/w.npy"));
     Files.write(parts.resolve(io.volpool.io.npy.NpyPlanesInPlace.PARTS + "/w.npy/0.0.64"), new byte[16]);
     assertThatThrownBy(() -> io.volpool.io.npy.NpyPlanesInPlace.joinParts(io.volpool.io.Files2.fs(
-        new org.apache.hadoop.fs.Path(parts.toUri()), new Configuration()), new org.apache.hadoop.fs.Path(parts.toUri())))
+        new org.apache.hadoop.fs.Path(parts.toUri()), new Configuration()), new org.apache.hadoop.fs.Path(parts.toUri()),
+        io.volpool.io.npy.NpyPlanesInPlace.Mode.PARTS, io.volpool.io.npy.PartsJoin::streamed))
         .hasMessageContaining("w.npy have no header part");
   }
 

@@ -213,6 +213,68 @@ class S3IT {
     assertThat(pendingUploads()).isSubsetOf(pendingBefore);
   }
 
+  /**
+   * .npy output of a volume spread over tasks, on S3: each range task uploads its planes as part objects (through
+   * the magic committer, with its task), and once every task committed the driver joins each file's parts by copies
+   * inside S3 (UploadPartCopy) into one multipart upload. The file equals the same job's in one task byte for byte
+   * and is made of exactly one copied piece per range task (its ETag). Parts under S3's 5 MiB are joined through
+   * the driver instead, to the same bytes.
+   */
+  @Test
+  void npyRangesOnS3AreJoinedByCopiesInsideS3(@TempDir Path tmp) throws Exception {
+    java.util.Set<String> pendingBefore = pendingUploads();
+    io.volpool.op.VolumeShape big = new io.volpool.op.VolumeShape(1, 96, 256, 256); // 24 MiB of float32
+    NpyRangesTest.writeNpy(tmp.resolve("in/big.npy"), "<f4", new long[] {1, 96, 256, 256},
+        NpyRangesTest.values("<f4", big.numel(), 7));
+    Path whole = tmp.resolve("whole");
+    SparkTests.Result one = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "input.format", "npy",
+        "output", whole.toString(), "output.format", "npy", "pipeline", "identity", "device", "cpu",
+        "input.spreadVolumes", "false"));
+    assertThat(one.code()).as(one.err()).isZero();
+    put(tmp.resolve("in"), "copies/in");
+    Map<String, String> conf = SparkTests.conf("input", "s3a://" + BUCKET + "/copies/in", "input.format", "npy",
+        "output", "s3a://" + BUCKET + "/copies/out", "output.format", "npy", "pipeline", "identity", "device", "cpu",
+        "spark.sql.files.maxPartitionBytes", String.valueOf(8L << 20), "spark.sql.files.openCostInBytes", "0");
+    s3a.forEach((k, v) -> conf.put("spark.hadoop." + k, v));
+    ChildJvm.Child c = ChildJvm.start("2g", "local[2]", conf, tmp.resolve("copies.log"));
+    assertThat(c.waitFor(300)).as(c.output()).isZero();
+    int tasks = NpyOutputInPlaceTest.rangeTasks(c.output());
+    assertThat(tasks).as("range tasks").isGreaterThanOrEqualTo(2);
+    assertThat(c.output()).contains("parts of s3a://" + BUCKET + "/copies/out/big.npy by copies inside S3");
+    try (InputStream in = fs.open(s3("copies/out/big.npy"))) {
+      assertThat(in.readAllBytes()).as("the .npy joined by copies").isEqualTo(Files.readAllBytes(whole.resolve("big.npy")));
+    }
+    assertThat(((S3AFileStatus) fs.getFileStatus(s3("copies/out/big.npy"))).getEtag())
+        .as("a multipart upload of one piece per range task").matches("\"?[0-9a-f]+-" + tasks + "\"?");
+    assertThat(objects("copies/out")).as("no parts or markers left").noneMatch(o ->
+        o.contains(io.volpool.io.npy.NpyPlanesInPlace.PARTS) || o.contains(io.volpool.io.npy.NpyPlanesInPlace.MARKERS));
+    assertThat(pendingUploads()).as("every upload completed").isSubsetOf(pendingBefore);
+
+    // parts of a few KiB: joined through the driver
+    io.volpool.op.VolumeShape s = new io.volpool.op.VolumeShape(2, 256, 32, 32);
+    NpyRangesTest.writeNpy(tmp.resolve("small/v.npy"), "<i2", new long[] {s.c(), s.d(), s.h(), s.w()},
+        NpyRangesTest.values("<i2", s.numel(), 8));
+    Path wholeSmall = tmp.resolve("whole-small");
+    one = SparkTests.run(SparkTests.conf("input", tmp.resolve("small").toString(), "input.format", "npy", "output",
+        wholeSmall.toString(), "output.format", "npy", "pipeline", "avgpool3d", "device", "cpu", "input.spreadVolumes",
+        "false"));
+    assertThat(one.code()).as(one.err()).isZero();
+    put(tmp.resolve("small"), "copies/small");
+    Map<String, String> small = SparkTests.conf("input", "s3a://" + BUCKET + "/copies/small", "input.format", "npy",
+        "output", "s3a://" + BUCKET + "/copies/small-out", "output.format", "npy", "pipeline", "avgpool3d", "device",
+        "cpu", "spark.sql.files.maxPartitionBytes", "300000", "spark.sql.files.openCostInBytes", "0");
+    s3a.forEach((k, v) -> small.put("spark.hadoop." + k, v));
+    ChildJvm.Child cs = ChildJvm.start("2g", "local[2]", small, tmp.resolve("small.log"));
+    assertThat(cs.waitFor(300)).as(cs.output()).isZero();
+    assertThat(NpyOutputInPlaceTest.rangeTasks(cs.output())).isGreaterThanOrEqualTo(2);
+    assertThat(cs.output()).contains("through the driver");
+    try (InputStream in = fs.open(s3("copies/small-out/v.npy"))) {
+      assertThat(in.readAllBytes()).as("the .npy joined through the driver")
+          .isEqualTo(Files.readAllBytes(wholeSmall.resolve("v.npy")));
+    }
+    assertThat(pendingUploads()).as("every upload completed").isSubsetOf(pendingBefore);
+  }
+
   @Test
   void theOverwriteGuardOnS3() throws Exception {
     java.util.Set<String> pendingBefore = pendingUploads();

@@ -40,7 +40,7 @@ import org.apache.hadoop.fs.Path;
 public final class NpyPlanesInPlace implements AutoCloseable {
   /** How a .npy output takes a volume's planes from several tasks, by the output's filesystem. */
   public enum Mode {
-    /** It does not: each .npy is written by one task (S3, and other filesystems without concat). */
+    /** It does not: each .npy is written by one task (filesystems with neither positioned writes nor a join). */
     NONE,
     /** By position into one staged file: a local or shared POSIX filesystem ({@code file:}). */
     POSITIONED,
@@ -48,13 +48,27 @@ public final class NpyPlanesInPlace implements AutoCloseable {
      * As one part file per range and channel in the task's work folder, joined in order by the driver with
      * {@link FileSystem#concat} once every task has committed (HDFS: metadata only, no byte is copied).
      */
-    PARTS;
+    PARTS,
+    /**
+     * As {@link #PARTS}, joined by the driver with server-side copies into one multipart upload per file
+     * ({@code s3a://}: UploadPartCopy, no byte through the driver); the file's first part carries its
+     * header, since every part of an upload but the last must hold 5 MiB ({@link PartsJoin}).
+     */
+    COPIED_PARTS;
+
+    /** Whether the tasks write parts into their work folders (the driver joins them). */
+    public boolean parts() {
+      return this == PARTS || this == COPIED_PARTS;
+    }
 
     /** The mode of an output at {@code output}. */
     public static Mode of(Path output, Configuration conf) throws IOException {
       FileSystem fs = io.volpool.io.Files2.fs(output, conf);
       if ("file".equals(fs.getUri().getScheme())) {
         return POSITIONED;
+      }
+      if ("s3a".equals(fs.getUri().getScheme())) {
+        return COPIED_PARTS;
       }
       Path probe = fs.makeQualified(output);
       while (probe.getParent() != null && !fs.exists(probe)) {
@@ -146,7 +160,7 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       shape[leading.length + k] = outShape.toArray()[k];
     }
     byte[] header = Npy.header(shape, dtype);
-    if (mode == Mode.PARTS) {
+    if (mode.parts()) {
       writeParts(relative, index, header, outShape, dtype, out, offset, d0, d1);
     } else {
       writePositioned(relative, index, header, outShape, dtype, out, offset, d0, d1);
@@ -256,6 +270,10 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       for (int c = 0; c < os.length; c++) {
         os[c] = fs.create(new Path(dir, index + "." + c + "." + d0), false);
       }
+      if (mode == Mode.COPIED_PARTS && index == 0 && d0 == 0) {
+        // the file's first part begins with its header (the header part marks the file, as for concat)
+        os[0].write(header);
+      }
       run = new PartRun(os, d0);
       parts.put(key, run);
     }
@@ -281,13 +299,14 @@ public final class NpyPlanesInPlace implements AutoCloseable {
   }
 
   /**
-   * Joins the committed parts under {@code staged} ({@link Mode#PARTS}) into their files, each in order onto its
-   * header part with one {@link FileSystem#concat} (no byte copied), and moves each file to its path in
-   * {@code staged}. Run by the driver once every task has committed and before the output is counted.
+   * Joins the committed parts under {@code staged} into their files: ({@link Mode#PARTS}) each in order onto its
+   * header part with one {@link FileSystem#concat} (no byte copied), then moved to its path in {@code staged};
+   * ({@link Mode#COPIED_PARTS}) each file's parts copied in order into it by {@code copies}. Run by
+   * the driver once every task has committed and before the output is counted.
    *
    * @return the files made
    */
-  public static int joinParts(FileSystem fs, Path staged) throws IOException {
+  public static int joinParts(FileSystem fs, Path staged, Mode mode, PartsJoin copies) throws IOException {
     Path root = new Path(staged, PARTS);
     if (!fs.exists(root)) {
       return 0;
@@ -322,11 +341,16 @@ public final class NpyPlanesInPlace implements AutoCloseable {
         }
       }
       ps.sort((a, b) -> java.util.Arrays.compare(partOrder(a.getName()), partOrder(b.getName())));
+      String relative = fs.makeQualified(dir).toUri().getPath().substring(base.length());
+      Path target = new Path(staged.toString() + "/" + relative);
+      if (mode == Mode.COPIED_PARTS) {
+        // the header is in the first part: the parts alone, in order, are the file
+        copies.join(fs, ps, target);
+        continue;
+      }
       if (!ps.isEmpty()) {
         fs.concat(h, ps.toArray(new Path[0]));
       }
-      String relative = fs.makeQualified(dir).toUri().getPath().substring(base.length());
-      Path target = new Path(staged.toString() + "/" + relative);
       fs.mkdirs(target.getParent());
       if (!fs.rename(h, target)) {
         throw new IOException("could not move " + h + " to " + target);
