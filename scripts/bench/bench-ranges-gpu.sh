@@ -37,12 +37,12 @@ for ci in range(c):
 m.flush()
 PY
 log "npy written: $(du -sh "$NPYDIR" | cut -f1)"
-job() {  # job NAME SPARK_ARGS...: runs the job, its log in $OUT/NAME.log, its summary line in the log
+job() {  # job NAME SPARK_ARGS...: runs the job (JVM options in $JOB_JAVA), its log in $OUT/NAME.log, its summary line in the log
   local name=$1; shift
   local t0; t0=$(date +%s.%N)
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$OUT/$name.gpumem" 2>/dev/null &
   local smi=$!
-  "$J" -Xmx64g $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" io.volpool.job.VolpoolMain \
+  "$J" -Xmx64g $JAVA_OPENS ${JOB_JAVA:-} -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" io.volpool.job.VolpoolMain \
     --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.device="$DEVICE" \
     --conf spark.volpool.output.mode=overwrite "$@" > "$OUT/$name.log" 2>&1
   local rc=$?
@@ -75,6 +75,10 @@ for r in 1 2; do
   job "npy-ranges-r$r" "${npy[@]}" --conf spark.volpool.output="$SHM/out-npy-ranges-r$r" "${pool[@]}"
   rm -rf "$SHM/out-npy-ranges-r$r"
 done
+# ranges whose slabs fill the budget's share (one slab a range task, as before the slabs' aim of 256 MiB)
+JOB_JAVA=-Dvolpool.cuda.slabRunBytes=2147483647 job "npy-ranges-bigslabs" "${npy[@]}" \
+  --conf spark.volpool.output="$SHM/out-npy-ranges-bigslabs" "${pool[@]}"
+rm -rf "$SHM/out-npy-ranges-bigslabs"
 job "npy-one-task" "${npy[@]}" --conf spark.volpool.output="$SHM/out-npy-one-task" "${pool[@]}" \
   --conf spark.volpool.input.spreadVolumes=false
 rm -rf "$SHM/out-npy-one-task" "$NPYDIR"
@@ -83,6 +87,9 @@ for r in 1 2; do
   job "ranges-r$r" --conf spark.volpool.input="$SHM/rows" --conf spark.volpool.output="$SHM/out-ranges-r$r" "${pool[@]}"
   rm -rf "$SHM/out-ranges-r$r"
 done
+JOB_JAVA=-Dvolpool.cuda.slabRunBytes=2147483647 job "ranges-bigslabs" --conf spark.volpool.input="$SHM/rows" \
+  --conf spark.volpool.output="$SHM/out-ranges-bigslabs" "${pool[@]}"
+rm -rf "$SHM/out-ranges-bigslabs"
 job "one-task" --conf spark.volpool.input="$SHM/rows" --conf spark.volpool.output="$SHM/out-one-task" "${pool[@]}" \
   --conf spark.volpool.input.spreadVolumes=false
 rm -rf "$SHM/out-one-task" "$SHM/rows"

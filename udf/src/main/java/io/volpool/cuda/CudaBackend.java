@@ -434,13 +434,24 @@ public final class CudaBackend implements Backend {
     return CudaSlabRun.hostBytes(plan, planes);
   }
 
+  /**
+   * Host buffers one slab run aims at (its two input windows and two output slabs): slabs of a few
+   * tens of MiB keep a run's reads, copies, kernels and writes overlapping, and the pinned memory
+   * that the first tasks of a job allocate at once small. On the H100 machine (2026-12-06), ranges of
+   * a 32 GiB volume whose slabs filled the budget's share (1.16 GiB each, one slab a task) spent a
+   * third of their task time allocating pinned memory, and each task read, computed and wrote in turn.
+   * {@code -Dvolpool.cuda.slabRunBytes} sets another aim (benchmarks: the largest slabs, as before).
+   */
+  static final long SLAB_RUN_TARGET = Long.getLong("volpool.cuda.slabRunBytes", 256L << 20);
+
   @Override
   public int slabPlanes(SlabPlan plan, long hostBytes, int device) {
     long dev = device(device).memory.maxRequest();
     // the pinned block is one ByteBuffer: under 2 GiB
-    java.util.function.IntPredicate fits = t -> slabBytes(plan, t) <= Math.min(hostBytes, Integer.MAX_VALUE - 8)
-        && slabDeviceBytes(plan, t) <= dev;
-    return plan.mostPlanes(fits);
+    long host = Math.min(hostBytes, Integer.MAX_VALUE - 8);
+    int aimed = plan.mostPlanes(t -> slabBytes(plan, t) <= Math.min(host, SLAB_RUN_TARGET)
+        && slabDeviceBytes(plan, t) <= dev);
+    return aimed >= 1 ? aimed : plan.mostPlanes(t -> slabBytes(plan, t) <= host && slabDeviceBytes(plan, t) <= dev);
   }
 
   @Override
