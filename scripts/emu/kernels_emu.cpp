@@ -155,8 +155,36 @@ static void typedPools() {
       char what[120];
       std::snprintf(what, sizeof what, "%s float32 [%d,%d,%d,%d,%d] against the old kernel",
           op == 0 ? "avgpool_k3s2p1" : "maxpool_k3s2p1", s.n, s.C, s.D, s.H, s.W);
-      // an average multiplies by its divisor's reciprocals now: within 1e-6 of the quotient the old kernel took
+      // the old kernel multiplied by its divisor's reciprocals: within 1e-6
       same(what, got, want, op == 0 ? 1e-6 : 0);
+      if (op == 0) {
+        // the CPU backend's arithmetic (AvgPool3dCpu.fast): sums along W, H, then D in window order, divided
+        std::vector<float> cpu(got.size());
+        const int K[3] = {s.D, s.H, s.W}, O[3] = {OD, OH, OW};
+        auto lo = [](int o) { return std::max(2 * o - 1, 0); };
+        auto hi = [](int o, int n) { return std::min(2 * o + 2, n); };
+        auto f = [](int o, int n) { return std::min(2 * o + 2, n + 1) - (2 * o - 1); };  // count_include_pad
+        (void)K; (void)O;
+        for (i64 c = 0; c < nc; c++)
+          for (int od = 0; od < OD; od++)
+            for (int oh = 0; oh < OH; oh++)
+              for (int ow = 0; ow < OW; ow++) {
+                float sd = 0;
+                for (int d = lo(od); d < hi(od, s.D); d++) {
+                  float sh = 0;
+                  for (int h = lo(oh); h < hi(oh, s.H); h++) {
+                    float sw = 0;
+                    for (int w = lo(ow); w < hi(ow, s.W); w++) sw += x[((c * s.D + d) * s.H + h) * s.W + w];
+                    sh += sw;
+                  }
+                  sd += sh;
+                }
+                cpu[((c * OD + od) * OH + oh) * OW + ow] = sd / (float)(f(od, s.D) * f(oh, s.H) * f(ow, s.W));
+              }
+        std::snprintf(what, sizeof what, "avgpool_k3s2p1 float32 [%d,%d,%d,%d,%d] against sums divided (the CPU's)", s.n,
+            s.C, s.D, s.H, s.W);
+        same(what, got, cpu, -1);
+      }
     }
   }
 }

@@ -398,11 +398,22 @@ struct SumOp {
   static __device__ __forceinline__ float zero() { return 0.f; }
   static __device__ __forceinline__ float op(float a, float b) { return a + b; }
   static __device__ __forceinline__ float finish(float v, float inv) { return v * inv; }
+  /**
+   * v / d correctly rounded (PyTorch's quotient, and the CPU backend's) from r = RN(1/d): the product, then
+   * one correction with the exact remainder (Markstein: r within half an ulp of 1/d and the product within
+   * one ulp of v/d give RN(v/d)); an infinite or NaN sum keeps the product.
+   */
+  static __device__ __forceinline__ float divide(float v, float d, float r) {
+    const float q = __fmul_rn(v, r);
+    const float rem = __fmaf_rn(-q, d, v);
+    return rem == rem ? __fmaf_rn(rem, r, q) : q;
+  }
 };
 struct MaxOp {
   static __device__ __forceinline__ float zero() { return -INFINITY; }
   static __device__ __forceinline__ float op(float m, float v) { return (v > m || isnan(v)) ? v : m; }
   static __device__ __forceinline__ float finish(float v, float) { return v; }
+  static __device__ __forceinline__ float divide(float v, float, float) { return v; }
 };
 
 /**
@@ -480,9 +491,9 @@ __device__ __forceinline__ void storeRow(float* __restrict__ y, const float (&v)
 /**
  * The one-read k3 s2 p1 pool over volumes of C channels stored as L's type (nc = volumes x C
  * channel planes), volume v rescaled by rescale[v] (unused for float32). A thread covers E/2 output
- * columns of ROWS output rows (2 * ROWS + 1 input rows a plane). An average multiplies its sum by the
- * reciprocals of its divisor's factors (H and W once per thread, D per plane) instead of dividing:
- * within a unit or two in the last place of PyTorch's quotient, and no division's slow path.
+ * columns of ROWS output rows (2 * ROWS + 1 input rows a plane). An average divides its sum by a
+ * reciprocal and one correction (SumOp::divide): PyTorch's quotient bit for bit, without a division
+ * a value.
  */
 /** The geometry of one block of the one-read pools: (32, 4) threads over 32 * OC output columns x 4 * ROWS rows. */
 struct PoolBlock {
@@ -517,17 +528,20 @@ __device__ __forceinline__ void poolBlock(const PoolBlock& pb, const typename L:
   const i64 plane = (i64)H * W;
   const typename L::T* xc = x + c * inDn * plane - (i64)inD0 * plane;  // indexed by whole-volume plane
   float* yc = y + c * outDn * (i64)OH * OW + (i64)oh * OW + ow;
-  // an average's divisor is (H factor) x (W factor) x (D factor): the first two per thread, the last per plane
-  float inv[ROWS][OC];
+  // an average's divisor is (H factor) x (W factor) x (D factor): the first two per thread, the last per plane,
+  // and the reciprocal of the whole divisor for planes of D factor 3 (all but the volume's first and last)
+  // (the H and W factors, 1 to 3, packed 4 bits each into one register: fewer registers, no spills)
+  static_assert(4 * (ROWS + OC) <= 32, "factors packed into one word");
+  uint32_t factors = 0;
 #pragma unroll
-  for (int q = 0; q < ROWS; q++) {
-    const float fh = (float)(oh + q < OH ? padFactor(oh + q, H, countIncludePad) : 1);
+  for (int q = 0; q < ROWS; q++) factors |= (uint32_t)(oh + q < OH ? padFactor(oh + q, H, countIncludePad) : 1) << (4 * (OC + q));
 #pragma unroll
-    for (int j = 0; j < OC; j++) {
-      const float fw = (float)(ow + j < OW ? padFactor(ow + j, W, countIncludePad) : 1);
-      inv[q][j] = 1.f / (fh * fw);
-    }
-  }
+  for (int j = 0; j < OC; j++) factors |= (uint32_t)(ow + j < OW ? padFactor(ow + j, W, countIncludePad) : 1) << (4 * j);
+  float r3[ROWS][OC];
+#pragma unroll
+  for (int q = 0; q < ROWS; q++)
+#pragma unroll
+    for (int j = 0; j < OC; j++) r3[q][j] = 1.f / (float)(3 * ((factors >> (4 * (OC + q))) & 15u) * ((factors >> (4 * j)) & 15u));
   float p[ROWS][OC];  // windows of plane 2*od - 1, one per output row
 #pragma unroll
   for (int q = 0; q < ROWS; q++)
@@ -548,7 +562,6 @@ __device__ __forceinline__ void poolBlock(const PoolBlock& pb, const typename L:
     rowsOf<R, L, E, NR>(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, rs, a);
     rowsOf<R, L, E, NR>(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, rs, b);
     const int fd = padFactor(od, D, countIncludePad);
-    const float invd = fd == 3 ? 1.f / 3.f : fd == 2 ? 0.5f : 1.f;
     float* yo = yc + (i64)(od - outD0) * OH * OW;
 #pragma unroll
     for (int q = 0; q < ROWS; q++) {
@@ -557,7 +570,8 @@ __device__ __forceinline__ void poolBlock(const PoolBlock& pb, const typename L:
       for (int j = 0; j < OC; j++) {
         const float A = R::op(R::op(a[2 * q][j], a[2 * q + 1][j]), a[2 * q + 2][j]);
         const float B = R::op(R::op(b[2 * q][j], b[2 * q + 1][j]), b[2 * q + 2][j]);
-        o[j] = R::finish(R::op(R::op(p[q][j], A), B), inv[q][j] * invd);
+        const float dv = (float)(fd * ((factors >> (4 * (OC + q))) & 15u) * ((factors >> (4 * j)) & 15u));
+        o[j] = R::divide(R::op(R::op(p[q][j], A), B), dv, fd == 3 ? r3[q][j] : 1.f / dv);
         p[q][j] = B;
       }
       if (valid > 0 && oh + q < OH) storeRow<OC>(yo + (i64)q * OW, o, vec, valid);
@@ -568,9 +582,9 @@ __device__ __forceinline__ void poolBlock(const PoolBlock& pb, const typename L:
 /**
  * The one-read k3 s2 p1 pool over volumes of C channels stored as L's type (nc = volumes x C
  * channel planes), volume v rescaled by rescale[v] (unused for float32). A thread covers E/2 output
- * columns of ROWS output rows (2 * ROWS + 1 input rows a plane). An average multiplies its sum by the
- * reciprocals of its divisor's factors (H and W once per thread, D per plane) instead of dividing:
- * within a unit or two in the last place of PyTorch's quotient, and no division's slow path.
+ * columns of ROWS output rows (2 * ROWS + 1 input rows a plane). An average divides its sum by a
+ * reciprocal and one correction (SumOp::divide): PyTorch's quotient bit for bit, without a division
+ * a value.
  */
 template <class R, class L, int E, int ROWS = VOLPOOL_POOL_ROWS>
 __device__ __forceinline__ void pool_k3s2p1(const typename L::T* __restrict__ x, float* __restrict__ y, i64 nc, int C,
