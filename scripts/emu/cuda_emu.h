@@ -51,6 +51,7 @@ inline float __uint_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); retu
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmaf_rn(float a, float b, float c) { return std::fmaf(a, b, c); }
+inline float __fdiv_rn(float a, float b) { return a / b; }
 using std::fmaf;
 inline float fabsf(float v) { return std::fabs(v); }
 using std::isnan;

@@ -57,7 +57,7 @@ static std::vector<T> window(const std::vector<T>& x, i64 nc, int D, i64 hw, int
 struct Typed {
   const char* name;
   int size, code;
-  bool zeros;  // values of both zeros, negatives and a few NaN (float16): windows whose maximum is a zero
+  int zeros;  // float16: 1, values of both zeros, negatives and a few NaN; 2, +0 but -0 at columns 16k + 7
   void (*avg)(const void*, float*, i64, int, int, int, int, int, int, int, int, int, int, int, int, const float2*);
   void (*max)(const void*, float*, i64, int, int, int, int, int, int, int, int, int, int, int, const float2*);
 };
@@ -74,7 +74,7 @@ struct Typed {
 static void typedPools() {
   const Typed types[] = {TYPED(u8, unsigned char, 1, 0, false), TYPED(i8, signed char, 1, 1, false),
       TYPED(u16, unsigned short, 2, 2, false), TYPED(i16, short, 2, 3, false), TYPED(f16, unsigned short, 2, 4, false),
-      TYPED(f16, unsigned short, 2, 4, true), TYPED(bf16, unsigned short, 2, 5, false)};
+      TYPED(f16, unsigned short, 2, 4, 1), TYPED(f16, unsigned short, 2, 4, 2), TYPED(bf16, unsigned short, 2, 5, false)};
   struct Shape { int n, C, D, H, W; } shapes[] = {{3, 2, 7, 9, 16}, {2, 1, 6, 5, 24}, {1, 3, 4, 3, 136}};
   const float2 rescales[] = {{1.f, 0.f}, {0.1f, -1024.f}, {-2.5f, 3.f}};
   for (const Shape& s : shapes) {
@@ -85,7 +85,14 @@ static void typedPools() {
     for (const Typed& t : types) {
       std::vector<unsigned char> stored(s.n * numel * t.size);
       for (auto& b : stored) b = (unsigned char)rng();
-      if (t.zeros) {
+      if (t.zeros == 2) {
+        // the -0 is the first zero of the windows of the lanes to its right, and in none of their own columns
+        for (size_t i = 0; i + 1 < stored.size(); i += 2) {
+          const uint16_t v = (i / 2) % s.W % 16 == 7 ? 0x8000 : 0x0000;
+          stored[i] = (unsigned char)v;
+          stored[i + 1] = (unsigned char)(v >> 8);
+        }
+      } else if (t.zeros) {
         const uint16_t pick[] = {0x0000, 0x8000, 0xbc00, 0x8000, 0x0000, 0xc000, 0x8001, 0x0000};
         for (size_t i = 0; i + 1 < stored.size(); i += 2) {
           const uint64_t r = rng();
@@ -117,7 +124,7 @@ static void typedPools() {
               s.H, s.W, OD, OH, OW, i0, inDn, o0, outDn, cip);
           emu::launch(t.avg, {blocks, 1, 1}, {32, 4, 1}, 0, (const void*)sw.data(), got.data(), nc, s.D, s.H, s.W, OD,
               OH, OW, i0, inDn, o0, outDn, cip, s.C, (const float2*)rs.data());
-          std::snprintf(what, sizeof what, "avgpool_k3s2p1_%s%s [%d,%d,%d,%d,%d] planes [%d,%d) cip %d", t.name, t.zeros ? " (zeros)" : "", s.n, s.C,
+          std::snprintf(what, sizeof what, "avgpool_k3s2p1_%s%s [%d,%d,%d,%d,%d] planes [%d,%d) cip %d", t.name, t.zeros == 1 ? " (zeros)" : t.zeros == 2 ? " (-0 at 16k+7)" : "", s.n, s.C,
               s.D, s.H, s.W, o0, o1, cip);
           same(what, got, want, -1);
         }
@@ -126,7 +133,7 @@ static void typedPools() {
             s.H, s.W, OD, OH, OW, i0, inDn, o0, outDn);
         emu::launch(t.max, {blocks, 1, 1}, {32, 4, 1}, 0, (const void*)sw.data(), got.data(), nc, s.D, s.H, s.W, OD, OH,
             OW, i0, inDn, o0, outDn, s.C, (const float2*)rs.data());
-        std::snprintf(what, sizeof what, "maxpool_k3s2p1_%s%s [%d,%d,%d,%d,%d] planes [%d,%d)", t.name, t.zeros ? " (zeros)" : "", s.n, s.C, s.D,
+        std::snprintf(what, sizeof what, "maxpool_k3s2p1_%s%s [%d,%d,%d,%d,%d] planes [%d,%d)", t.name, t.zeros == 1 ? " (zeros)" : t.zeros == 2 ? " (-0 at 16k+7)" : "", s.n, s.C, s.D,
             s.H, s.W, o0, o1);
         // float16: a NaN result is the canonical NaN (the float32 kernel keeps the last NaN's payload)
         same(what, got, want, t.code == 4 ? -1 : 0);
@@ -158,32 +165,40 @@ static void typedPools() {
       // the old kernel multiplied by its divisor's reciprocals: within 1e-6
       same(what, got, want, op == 0 ? 1e-6 : 0);
       if (op == 0) {
-        // the CPU backend's arithmetic (AvgPool3dCpu.fast): sums along W, H, then D in window order, divided
-        std::vector<float> cpu(got.size());
-        const int K[3] = {s.D, s.H, s.W}, O[3] = {OD, OH, OW};
-        auto lo = [](int o) { return std::max(2 * o - 1, 0); };
-        auto hi = [](int o, int n) { return std::min(2 * o + 2, n); };
-        auto f = [](int o, int n) { return std::min(2 * o + 2, n + 1) - (2 * o - 1); };  // count_include_pad
-        (void)K; (void)O;
-        for (i64 c = 0; c < nc; c++)
-          for (int od = 0; od < OD; od++)
-            for (int oh = 0; oh < OH; oh++)
-              for (int ow = 0; ow < OW; ow++) {
-                float sd = 0;
-                for (int d = lo(od); d < hi(od, s.D); d++) {
-                  float sh = 0;
-                  for (int h = lo(oh); h < hi(oh, s.H); h++) {
-                    float sw = 0;
-                    for (int w = lo(ow); w < hi(ow, s.W); w++) sw += x[((c * s.D + d) * s.H + h) * s.W + w];
-                    sh += sw;
+        // the CPU backend's arithmetic (AvgPool3dCpu.fast): sums along W, H, then D in window order, divided; on
+        // these values and on them scaled into the subnormals, counting the padding and not
+        for (int variant = 0; variant < 4; variant++) {
+          const int cip = variant & 1;
+          std::vector<float> xs(x);
+          if (variant >= 2) {
+            for (float& v : xs) v *= 0x1p-140f;
+          }
+          std::vector<float> cur32(got.size()), cpu(got.size());
+          emu::launch(cur::avgpool_k3s2p1, {blocks, 1, 1}, {32, 4, 1}, 0, (const float*)xs.data(), cur32.data(), nc, s.D,
+              s.H, s.W, OD, OH, OW, 0, s.D, 0, OD, cip);
+          auto lo = [](int o) { return std::max(2 * o - 1, 0); };
+          auto hi = [](int o, int n) { return std::min(2 * o + 2, n); };
+          auto f = [cip](int o, int n) { return cip ? std::min(2 * o + 2, n + 1) - (2 * o - 1) : std::min(2 * o + 2, n) - std::max(2 * o - 1, 0); };
+          for (i64 c = 0; c < nc; c++)
+            for (int od = 0; od < OD; od++)
+              for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                  float sd = 0;
+                  for (int d = lo(od); d < hi(od, s.D); d++) {
+                    float sh = 0;
+                    for (int h = lo(oh); h < hi(oh, s.H); h++) {
+                      float sw = 0;
+                      for (int w = lo(ow); w < hi(ow, s.W); w++) sw += xs[((c * s.D + d) * s.H + h) * s.W + w];
+                      sh += sw;
+                    }
+                    sd += sh;
                   }
-                  sd += sh;
+                  cpu[((c * OD + od) * OH + oh) * OW + ow] = sd / (float)(f(od, s.D) * f(oh, s.H) * f(ow, s.W));
                 }
-                cpu[((c * OD + od) * OH + oh) * OW + ow] = sd / (float)(f(od, s.D) * f(oh, s.H) * f(ow, s.W));
-              }
-        std::snprintf(what, sizeof what, "avgpool_k3s2p1 float32 [%d,%d,%d,%d,%d] against sums divided (the CPU's)", s.n,
-            s.C, s.D, s.H, s.W);
-        same(what, got, cpu, -1);
+          std::snprintf(what, sizeof what, "avgpool_k3s2p1 float32 [%d,%d,%d,%d,%d] cip %d%s against sums divided (the CPU's)",
+              s.n, s.C, s.D, s.H, s.W, cip, variant >= 2 ? ", subnormal" : "");
+          same(what, cur32, cpu, -1);
+        }
       }
     }
   }

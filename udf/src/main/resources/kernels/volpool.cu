@@ -401,10 +401,14 @@ struct SumOp {
   /**
    * v / d correctly rounded (PyTorch's quotient, and the CPU backend's) from r = RN(1/d): the product, then
    * one correction with the exact remainder (Markstein: r within half an ulp of 1/d and the product within
-   * one ulp of v/d give RN(v/d)); an infinite or NaN sum keeps the product.
+   * one ulp of v/d give RN(v/d), for a normal quotient: a subnormal one is divided); an infinite or NaN sum
+   * keeps the product.
    */
   static __device__ __forceinline__ float divide(float v, float d, float r) {
     const float q = __fmul_rn(v, r);
+    if (fabsf(q) < 0x1p-126f) {
+      return __fdiv_rn(v, d);  // a subnormal quotient, where the correction can round differently
+    }
     const float rem = __fmaf_rn(-q, d, v);
     return rem == rem ? __fmaf_rn(rem, r, q) : q;
   }
@@ -751,7 +755,11 @@ __device__ __forceinline__ void max16Block(const PoolBlock& pb, const typename P
     uint32_t negZeroA = 0, negZeroB = 0;
     max16Rows<P, ROWS>(xc + (i64)min(d, inLast) * plane, d < D, 2 * oh - 1, H, W, c0, lane, a, negZeroA);
     max16Rows<P, ROWS>(xc + (i64)min(d + 1, inLast) * plane, d + 1 < D, 2 * oh - 1, H, W, c0, lane, b, negZeroB);
-    const bool negZero = (negZeroP | negZeroA | negZeroB) != 0;
+    // a -0 among this lane's words, or among its left neighbour's (output 0's window reads the neighbour's last
+    // column; lane 0 loads that column itself, in word 4)
+    const uint32_t negZeroHere = negZeroP | negZeroA | negZeroB;
+    const uint32_t negZeroLeft = __shfl_up_sync(0xffffffffu, negZeroHere, 1);
+    const bool negZero = (negZeroHere | (lane > 0 ? negZeroLeft : 0u)) != 0;
     negZeroP = negZeroB;
     float* yo = yc + (i64)(od - outD0) * OH * OW;
 #pragma unroll

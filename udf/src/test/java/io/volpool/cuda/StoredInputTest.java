@@ -224,26 +224,31 @@ class StoredInputTest {
    * the maximum on the stored pairs, so it must scan such windows again in PyTorch's order (its first
    * zero wins). Equal to float32 input bit for bit, but for a NaN's payload (the GPU's is canonical).
    */
-  static void checkFloat16Zeros(Backend b, String kernels) {
+  static void checkFloat16Zeros(Backend b, String kernels, boolean laneEdges) {
     ValueType t = ValueType.parse("float16");
     VolumeShape in = new VolumeShape(2, 9, 10, 32);
     int n = 5;
     short[] pick = {0x0000, (short) 0x8000, (short) 0xbc00, (short) 0x8000, 0x0000, (short) 0xc000, (short) 0x8001};
     SplittableRandom r = new SplittableRandom(11);
     ByteBuffer stored = ByteBuffer.allocate((int) (n * in.numel() * 2)).order(ByteOrder.LITTLE_ENDIAN);
-    while (stored.hasRemaining()) {
+    for (int i = 0; stored.hasRemaining(); i++) {
       int k = r.nextInt(100);
-      stored.putShort(k == 0 ? (short) 0x7e01 : k == 1 ? (short) 0x3c00 : pick[r.nextInt(pick.length)]);
+      // laneEdges: +0, but -0 in columns 16k + 7, the last column of every other lane's eight: the first zero of
+      // the next lane's first window, in none of that lane's own columns
+      stored.putShort(laneEdges ? (i % in.w() % 16 == 7 ? (short) 0x8000 : 0)
+          : k == 0 ? (short) 0x7e01 : k == 1 ? (short) 0x3c00 : pick[r.nextInt(pick.length)]);
     }
     stored.flip();
     Pipeline p = Pipeline.of(new MaxPool3dSpec(3, 2, 1, 1, false));
     ByteBuffer widened = run(b, p, in, t, ValueType.FLOAT32, stored, n, 2, Integer.MAX_VALUE);
     ByteBuffer direct = run(b, p, in, t, t, stored, n, 2, Integer.MAX_VALUE, kernels);
     int zeros = 0;
+    int negativeZeros = 0;
     for (int i = 0; i < widened.limit() / 4; i++) {
       int w = widened.getInt(4 * i);
       int g = direct.getInt(4 * i);
       zeros += (w & 0x7fffffff) == 0 ? 1 : 0;
+      negativeZeros += w == 0x80000000 ? 1 : 0;
       boolean bothNan = Float.isNaN(Float.intBitsToFloat(w)) && Float.isNaN(Float.intBitsToFloat(g));
       if (g != w && !bothNan) {
         throw new AssertionError("float16 max on " + b.name(0) + ", output " + i + ": 0x" + Integer.toHexString(g)
@@ -251,16 +256,19 @@ class StoredInputTest {
       }
     }
     assertThat(zeros).as("outputs that are a zero").isGreaterThan(1000);
+    assertThat(negativeZeros).as("outputs that are -0 (a window's first zero was -0)").isGreaterThan(100);
   }
 
-  @Test
-  void cpuFloat16MaxOfZerosKeepsTheFirstZero() {
-    checkFloat16Zeros(CPU, null);
+  @ParameterizedTest(name = "-0 at lane edges only: {0}")
+  @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+  void cpuFloat16MaxOfZerosKeepsTheFirstZero(boolean laneEdges) {
+    checkFloat16Zeros(CPU, null, laneEdges);
   }
 
-  @Test
-  void gpuFloat16MaxOfZerosKeepsTheFirstZero() {
-    checkFloat16Zeros(Gpu.backend(), "maxpool_k3s2p1_f16");
+  @ParameterizedTest(name = "-0 at lane edges only: {0}")
+  @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+  void gpuFloat16MaxOfZerosKeepsTheFirstZero(boolean laneEdges) {
+    checkFloat16Zeros(Gpu.backend(), "maxpool_k3s2p1_f16", laneEdges);
   }
 
   @ParameterizedTest(name = "{0}: {2} {3}")
