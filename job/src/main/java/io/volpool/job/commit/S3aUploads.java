@@ -89,11 +89,23 @@ public final class S3aUploads {
       io.volpool.io.npy.PartsJoin.streamed(fs, parts, target);
       return;
     }
+    String through = objectSettings(fs.getConf());
+    if (through != null) {
+      // the SDK's own requests would not carry them: S3A's output stream does
+      LOG.info("volpool: joining the {} parts of {} through the driver, so that S3A applies {}", parts.size(), target,
+          through);
+      io.volpool.io.npy.PartsJoin.streamed(fs, parts, target);
+      return;
+    }
     S3AFileSystem s3 = (S3AFileSystem) fs;
     software.amazon.awssdk.services.s3.S3Client client = s3.getS3AInternals().getAmazonS3Client("volpool: join .npy parts");
     String bucket = s3.getBucket();
     String key = s3.pathToKey(s3.makeQualified(target));
     String uploadId = client.createMultipartUpload(b -> b.bucket(bucket).key(key)).uploadId();
+    // a driver killed from here on leaves this upload: invisible, but stored until aborted
+    LOG.info("volpool: joining the {} parts of {} by copies inside S3 (multipart upload {}; if this run dies before"
+        + " it completes: hadoop s3guard uploads -abort -force {})", parts.size(), target, uploadId, target);
+    long total = java.util.Arrays.stream(len).sum();
     try {
       java.util.List<software.amazon.awssdk.services.s3.model.CompletedPart> done = new java.util.ArrayList<>();
       for (int i = 0; i < parts.size(); i++) {
@@ -109,10 +121,17 @@ public final class S3aUploads {
           done.add(software.amazon.awssdk.services.s3.model.CompletedPart.builder().partNumber(number).eTag(etag).build());
         }
       }
-      client.completeMultipartUpload(b -> b.bucket(bucket).key(key).uploadId(uploadId)
-          .multipartUpload(m -> m.parts(done)));
+      try {
+        client.completeMultipartUpload(b -> b.bucket(bucket).key(key).uploadId(uploadId)
+            .multipartUpload(m -> m.parts(done)));
+      } catch (software.amazon.awssdk.services.s3.model.NoSuchUploadException e) {
+        // a retry of a completion whose answer was lost: done if the file is there, whole
+        if (!fs.exists(target) || fs.getFileStatus(target).getLen() != total) {
+          throw e;
+        }
+      }
       LOG.info("volpool: joined the {} parts of {} by copies inside S3 ({} pieces, {} bytes)", parts.size(), target,
-          done.size(), java.util.Arrays.stream(len).sum());
+          done.size(), total);
     } catch (RuntimeException e) {
       try {
         client.abortMultipartUpload(b -> b.bucket(bucket).key(key).uploadId(uploadId));
@@ -121,5 +140,24 @@ public final class S3aUploads {
       }
       throw new IOException("could not join the " + parts.size() + " parts of " + target + " by copies inside S3: " + e, e);
     }
+  }
+
+  /**
+   * The S3A settings for new objects that a join by the SDK's own requests would not apply (encryption, an ACL,
+   * a storage class, requester pays), named, or null when none is set.
+   */
+  static String objectSettings(org.apache.hadoop.conf.Configuration conf) {
+    java.util.List<String> set = new java.util.ArrayList<>();
+    for (String k : new String[] {"fs.s3a.encryption.algorithm", "fs.s3a.server-side-encryption-algorithm",
+        "fs.s3a.acl.default", "fs.s3a.create.storage.class"}) {
+      String v = conf.getTrimmed(k, "");
+      if (!v.isEmpty() && !v.equalsIgnoreCase("none")) {
+        set.add(k + "=" + v);
+      }
+    }
+    if (conf.getBoolean("fs.s3a.requester.pays.enabled", false)) {
+      set.add("fs.s3a.requester.pays.enabled=true");
+    }
+    return set.isEmpty() ? null : String.join(", ", set);
   }
 }
