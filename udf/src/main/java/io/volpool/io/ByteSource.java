@@ -36,12 +36,18 @@ public abstract class ByteSource implements Closeable {
   /** Opens {@code file} for reading. */
   public static ByteSource open(Path file, Configuration conf) throws IOException {
     URI u = file.toUri();
-    if ("file".equals(u.getScheme()) || (u.getScheme() == null && FileSystem.get(conf).getScheme().equals("file"))) {
+    if (isLocal(file, conf)) {
       java.nio.file.Path p = Paths.get(u.getPath());
       return new Local(FileChannel.open(p, StandardOpenOption.READ), file.toString());
     }
     FileSystem fs = file.getFileSystem(conf);
     return new Hadoop(fs.open(file), fs.getFileStatus(file).getLen(), file.toString());
+  }
+
+  /** Whether {@code file} is on the local filesystem: read through a channel, by position from several threads. */
+  public static boolean isLocal(Path file, Configuration conf) throws IOException {
+    URI u = file.toUri();
+    return "file".equals(u.getScheme()) || (u.getScheme() == null && FileSystem.get(conf).getScheme().equals("file"));
   }
 
   /** The file as the user named it. */

@@ -237,6 +237,30 @@ public final class ParquetVolumeInput implements VolumeInput {
       return layout.isBinary() ? type : layout.listDtype();
     }
 
+    /**
+     * Where the row's value starts in its file when it is stored plainly (an uncompressed PLAIN binary
+     * value, streamed from the file), else -1. Reads nothing of the value.
+     */
+    public long plainValueAt() {
+      shape();
+      return layout.isBinary() ? tensor.streamedValueAt() : -1;
+    }
+
+    /**
+     * The row's planes ({@link #shape()}: of a volume stored across rows, the planes this row holds) read
+     * by position from {@code file}, another handle on the row's file so that this reader's own position
+     * is left alone; the row is stepped over. Null where {@link #plainValueAt()} is -1.
+     */
+    public PositionedPlanes positionedRow(io.volpool.io.ByteSource file) {
+      long at = plainValueAt();
+      if (at < 0) {
+        return null;
+      }
+      consumed = true;
+      tensor.skipStreamed();
+      return new PositionedPlanes(file, at, shape, record, type, scale);
+    }
+
     @Override
     public io.volpool.backend.PlaneSource positionedPlanes() {
       VolumeShape s = shape();

@@ -5,7 +5,7 @@ import io.volpool.io.PageGate;
 import io.volpool.io.PlaneVolume;
 import io.volpool.io.VolumeSource;
 
-import io.volpool.backend.FloatSink;
+import io.volpool.backend.BufferSink;
 import io.volpool.backend.PhaseTimes;
 import io.volpool.backend.PlaneSource;
 import io.volpool.memory.MemoryBudget;
@@ -22,10 +22,12 @@ import org.apache.hadoop.conf.Configuration;
 /**
  * Reads the volumes of a task that are stored across rows, each as a {@link PlaneSource}: its rows
  * in plane order, wherever the driver found them. While the slabs of one row run, the next row is
- * read on a thread of its own, so reading overlaps the kernels; at most two rows are in memory. A
+ * read on a thread of its own, so reading overlaps the kernels; at most two rows are in memory, in
+ * two direct buffers reused from row to row (a local file's uncompressed value lands in one with a
+ * single copy by the kernel, and goes on to the slab window, pinned on the GPU, with one more). A
  * row is read with the same reader as whole-volume rows (so every codec and page kind works) and
  * must still be what the driver planned (id and planes); else the input changed under the job. Row
- * buffers are counted in the memory budget.
+ * buffers are counted in the memory budget while they exist.
  */
 public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVolume> {
   private final TensorLayout layout;
@@ -124,16 +126,56 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     return first;
   }
 
-  /** Two input rows of {@code v}'s largest: one being read, one read ahead. */
+  /**
+   * None when {@code v}'s rows are read by position; else two rows of {@code v}'s largest: one being
+   * read, one read ahead.
+   */
   @Override
   public long heldBytes(PlaneVolume v) {
-    return 2 * v.rows().stream().mapToLong(r -> (long) (r.d1() - r.d0())).max().orElse(1)
+    return positioned(v) ? 0 : 2 * rowBytes(v);
+  }
+
+  /** The float32 bytes of {@code v}'s largest row. */
+  private static long rowBytes(PlaneVolume v) {
+    return v.rows().stream().mapToLong(r -> (long) (r.d1() - r.d0())).max().orElse(1)
         * v.shape().c() * v.shape().h() * v.shape().w() * Float.BYTES;
   }
+
+  /**
+   * Whether {@code v}'s rows are read by position: its rows are in local files and its first row's
+   * value is stored plainly (uncompressed PLAIN; rows of one volume are written alike). Decided once
+   * a volume, from its first row.
+   */
+  private boolean positioned(PlaneVolume v) {
+    if (v != peeked) {
+      boolean local = true;
+      try {
+        for (PlaneVolume.Row r : v.rows()) {
+          local &= io.volpool.io.ByteSource.isLocal(new org.apache.hadoop.fs.Path(r.split().path()), conf);
+        }
+      } catch (java.io.IOException e) {
+        local = false;
+      }
+      ParquetVolumeInput.Row first = local ? row(v, v.firstRow()) : null;
+      peekedPositioned = local && first.plainValueAt() >= 0;
+      peekedPlain = local && first.valueType().isFloat32() && first.rescale().isIdentity();
+      aheadTimes.moveTo(times);
+      peeked = v;
+    }
+    return peekedPositioned;
+  }
+
+  private PlaneVolume peeked;
+  private boolean peekedPositioned;
+  /** Whether the first row of {@link #peeked} holds little-endian float32 with no rescale. */
+  private boolean peekedPlain;
 
   /** {@code v} read forward along D. Close it to give back its row buffers. */
   @Override
   public PlaneSource open(PlaneVolume v) {
+    if (positioned(v)) {
+      return new PositionedRows(v);
+    }
     if (ahead == null) {
       ahead = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "volpool-rows-ahead");
@@ -144,13 +186,19 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     return new Source(v);
   }
 
-  /** One row's planes in memory, counted in the budget. */
-  private record Loaded(float[] buf, long bytes, int lo, int hi) {}
+  /** One row's planes in memory: float32 bytes in {@code buf}, channel by channel. */
+  private record Loaded(java.nio.ByteBuffer buf, int lo, int hi) {}
 
   private final class Source implements PlaneSource {
     private final PlaneVolume v;
     private final VolumeShape shape;
     private final int hw;
+    /** The bytes of the volume's largest row: the size of each row buffer. */
+    private final long rowBytes;
+    /** Row buffers not holding a row, shared with the read-ahead thread. */
+    private final java.util.ArrayDeque<java.nio.ByteBuffer> idle = new java.util.ArrayDeque<>();
+    /** Row buffers allocated (and counted in the budget) for this volume. */
+    private final List<java.nio.ByteBuffer> made = new java.util.ArrayList<>();
     private int next;
     private Loaded row;
     private Future<Loaded> pending;
@@ -159,6 +207,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
       this.v = v;
       this.shape = v.shape();
       this.hw = shape.h() * shape.w();
+      this.rowBytes = rowBytes(v);
     }
 
     @Override
@@ -171,29 +220,55 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
       return shape;
     }
 
+    /** An idle row buffer, or a new one (at most two: one read, one read ahead). */
+    private java.nio.ByteBuffer buffer() {
+      synchronized (idle) {
+        java.nio.ByteBuffer b = idle.poll();
+        if (b != null) {
+          return b;
+        }
+        if (rowBytes > budget.maxRequest() || rowBytes > Integer.MAX_VALUE - 8) {
+          PlaneVolume.Row big = v.rows().stream().max(java.util.Comparator.comparingInt(r -> r.d1() - r.d0())).orElseThrow();
+          throw new MemoryBudgetException("volume " + record() + ": its row holding planes [" + big.d0() + ", " + big.d1()
+              + ") is " + MemoryBudget.mib(rowBytes) + ", more than " + (rowBytes > budget.maxRequest() ? "half of the "
+              + MemoryBudget.mib(budget.limit()) + " memory budget (" + MemoryBudget.SETTING + "); raise the budget, or"
+              : "2 GiB, the most one buffer holds;") + " write the volume in rows of fewer planes", rowBytes, budget.limit());
+        }
+        budget.forceAcquire(rowBytes, MemoryBudget.Use.PAGES);
+        try {
+          b = java.nio.ByteBuffer.allocateDirect((int) rowBytes).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        } catch (OutOfMemoryError e) {
+          budget.release(rowBytes, MemoryBudget.Use.PAGES);
+          throw e;
+        }
+        made.add(b);
+        return b;
+      }
+    }
+
+    private void giveBack(java.nio.ByteBuffer b) {
+      synchronized (idle) {
+        idle.push(b);
+      }
+    }
+
     /** Reads row {@code i} of the volume (on the read-ahead thread, or this one before it starts). */
     private Loaded load(int i) {
       PlaneVolume.Row r = v.rows().get(i);
       long bytes = (long) shape.c() * (r.d1() - r.d0()) * hw * Float.BYTES;
-      if (bytes > budget.maxRequest() || bytes / Float.BYTES > Integer.MAX_VALUE - 8) {
-        throw new MemoryBudgetException("volume " + record() + ": its row holding planes [" + r.d0() + ", " + r.d1()
-            + ") is " + MemoryBudget.mib(bytes) + ", more than half of the " + MemoryBudget.mib(budget.limit())
-            + " memory budget (" + MemoryBudget.SETTING + "); raise the budget, or write the volume in rows of fewer planes",
-            bytes, budget.limit());
-      }
-      budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
+      java.nio.ByteBuffer buf = buffer();
       try {
-        float[] buf = new float[(int) (bytes / Float.BYTES)];
+        buf.clear().limit((int) bytes);
         VolumeSource src = row(v, r);
-        src.copyTo(new FloatSink(buf));
+        src.copyTo(new BufferSink(buf));
         if (v.owns(r)) {
           // a row in the halo of two ranges of a volume is counted by the first
           rowsRead.incrementAndGet();
           storedRead.addAndGet(src.storedBytes());
         }
-        return new Loaded(buf, bytes, r.d0(), r.d1());
+        return new Loaded(buf, r.d0(), r.d1());
       } catch (RuntimeException | Error e) {
-        budget.release(bytes, MemoryBudget.Use.PAGES);
+        giveBack(buf);
         throw e;
       }
     }
@@ -235,6 +310,21 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
 
     @Override
     public void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride) {
+      copy(d0, d1, (row, from, to, n) -> dst.put(to, row.buf().asFloatBuffer(), from, n), at, channelStride);
+    }
+
+    @Override
+    public void read(int d0, int d1, java.nio.ByteBuffer dst, int at, int channelStride) {
+      copy(d0, d1, (row, from, to, n) -> dst.put(to * Float.BYTES, row.buf(), from * Float.BYTES, n * Float.BYTES), at,
+          channelStride);
+    }
+
+    /** Copies {@code n} floats of {@code row} from float index {@code from} to index {@code to} of a destination. */
+    private interface Copy {
+      void copy(Loaded row, int from, int to, int n);
+    }
+
+    private void copy(int d0, int d1, Copy into, int at, int channelStride) {
       PlaneVolume.Row firstListed = v.rows().get(0);
       PlaneVolume.Row lastListed = v.rows().get(v.rows().size() - 1);
       if (d0 < firstListed.d0() || d1 > lastListed.d1()) {
@@ -249,7 +339,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
         int n = Math.min(d1, row.hi()) - d;
         int rn = row.hi() - row.lo();
         for (int c = 0; c < shape.c(); c++) {
-          dst.put(c * channelStride + at + (d - d0) * hw, row.buf(), (c * rn + d - row.lo()) * hw, n * hw);
+          into.copy(row, (c * rn + d - row.lo()) * hw, c * channelStride + at + (d - d0) * hw, n * hw);
         }
         d += n;
       }
@@ -257,7 +347,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
 
     private void release(Loaded l) {
       if (l != null) {
-        budget.release(l.bytes(), MemoryBudget.Use.PAGES);
+        giveBack(l.buf());
       }
     }
 
@@ -280,6 +370,14 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
       }
       release(row);
       row = null;
+      synchronized (idle) {
+        for (java.nio.ByteBuffer b : made) {
+          io.volpool.memory.DirectBuffers.free(b);
+          budget.release(rowBytes, MemoryBudget.Use.PAGES);
+        }
+        made.clear();
+        idle.clear();
+      }
       aheadTimes.moveTo(times);
     }
   }
@@ -287,7 +385,250 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
   /** Reads the rest of {@code src}'s rows (those past the last plane any output reads). */
   @Override
   public void finish(PlaneSource src) {
-    ((Source) src).finish();
+    if (src instanceof PositionedRows p) {
+      p.finish();
+    } else {
+      ((Source) src).finish();
+    }
+  }
+
+  /**
+   * A volume whose rows are read by position: each slab window's planes go from the file straight to
+   * the window (pinned memory on the GPU), one copy by the kernel, the channels on several threads
+   * when the values are little-endian float32 (narrower types are widened on the way, by one thread).
+   * The rows are opened (checked against the plan and counted) in order as windows reach them, on
+   * another handle of their file, so the row reader's stream position stays its own. A row stored
+   * otherwise after all (compressed in a volume whose first row was not) is read whole into memory,
+   * beside the slabs.
+   */
+  private final class PositionedRows implements PlaneSource {
+    private final PlaneVolume v;
+    private final VolumeShape shape;
+    private final int hw;
+    /** Whether every row's channels may be read on several threads at once (little-endian float32, local files). */
+    private final boolean concurrent;
+    /** Rows opened and not yet passed, in plane order. */
+    private final java.util.ArrayDeque<Opened> open = new java.util.ArrayDeque<>();
+    private int next;
+    /** Handles on the files of the open rows, by path: one a file, closed when its last open row is passed. */
+    private final java.util.Map<String, io.volpool.io.ByteSource> files = new java.util.HashMap<>();
+
+    /** One row's planes {@code [lo, hi)} (in file {@code path}), read from {@code planes} in the row's own plane numbers. */
+    private record Opened(int lo, int hi, String path, PlaneSource planes) {}
+
+    /** After {@link #positioned} said yes for {@code v}. */
+    PositionedRows(PlaneVolume v) {
+      this.v = v;
+      this.shape = v.shape();
+      this.hw = shape.h() * shape.w();
+      this.concurrent = peekedPlain;
+    }
+
+    @Override
+    public String record() {
+      return v.record();
+    }
+
+    @Override
+    public VolumeShape shape() {
+      return shape;
+    }
+
+    @Override
+    public boolean concurrentChannels() {
+      return concurrent;
+    }
+
+    /** Opens the rows that hold planes {@code [d0, d1)} and drops those before them; the rows it opened. */
+    private synchronized List<Opened> rows(int d0, int d1) {
+      PlaneVolume.Row firstListed = v.rows().get(0);
+      PlaneVolume.Row lastListed = v.rows().get(v.rows().size() - 1);
+      if (d0 < firstListed.d0() || d1 > lastListed.d1()) {
+        throw new IllegalStateException(record() + ": input planes [" + d0 + ", " + d1 + ") asked for, but the rows planned"
+            + " for this task hold [" + firstListed.d0() + ", " + lastListed.d1() + ")");
+      }
+      while (!open.isEmpty() && open.peekFirst().hi() <= d0) {
+        Opened o = open.pollFirst();
+        o.planes().close();
+        if (open.stream().noneMatch(x -> x.path().equals(o.path()))) {
+          close(files.remove(o.path()));
+        }
+      }
+      while (open.isEmpty() || open.peekLast().hi() < d1) {
+        openNext();
+      }
+      return List.copyOf(open);
+    }
+
+    /** Opens the next row of the volume: checked against the plan, counted, positioned (or read whole). */
+    private void openNext() {
+      PlaneVolume.Row r = v.rows().get(next++);
+      ParquetVolumeInput.Row row = row(v, r);
+      long stored = row.storedBytes();
+      String path = r.split().path();
+      io.volpool.io.ByteSource file = files.get(path);
+      if (file == null) {
+        try {
+          file = io.volpool.io.ByteSource.open(new org.apache.hadoop.fs.Path(path), conf);
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException("opening " + path + " to read the planes of " + record() + ": "
+              + e.getMessage(), e);
+        }
+        files.put(path, file);
+      }
+      boolean plain = row.valueType().isFloat32() && row.rescale().isIdentity();
+      PlaneSource planes = concurrent && !plain ? null : row.positionedRow(file);
+      if (planes == null) {
+        planes = new WholeRow(row, r);
+      }
+      if (v.owns(r)) {
+        // a row in the halo of two ranges of a volume is counted by the first
+        rowsRead.incrementAndGet();
+        storedRead.addAndGet(stored);
+      }
+      open.addLast(new Opened(r.d0(), r.d1(), path, planes));
+    }
+
+    /** Reads the planes of every row from {@code d0} to {@code d1} that {@code part} reads into the window. */
+    private void each(int d0, int d1, RowRead part) {
+      for (Opened o : rows(d0, d1)) {
+        int a = Math.max(d0, o.lo());
+        int b = Math.min(d1, o.hi());
+        if (a < b) {
+          part.read(o, a - o.lo(), b - o.lo(), (a - d0) * hw);
+        }
+      }
+    }
+
+    /** Reads row {@code o}'s own planes {@code [a, b)} into the window from float index {@code off} (past {@code at}). */
+    private interface RowRead {
+      void read(Opened o, int a, int b, int off);
+    }
+
+    @Override
+    public void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride) {
+      each(d0, d1, (o, a, b, off) -> o.planes().read(a, b, dst, at + off, channelStride));
+    }
+
+    @Override
+    public void read(int d0, int d1, java.nio.ByteBuffer dst, int at, int channelStride) {
+      each(d0, d1, (o, a, b, off) -> o.planes().read(a, b, dst, at + off, channelStride));
+    }
+
+    @Override
+    public void readChannels(int c0, int c1, int d0, int d1, java.nio.ByteBuffer dst, int at, int channelStride) {
+      each(d0, d1, (o, a, b, off) -> o.planes().readChannels(c0, c1, a, b, dst, at + off, channelStride));
+    }
+
+    /** Opens the rows no output plane needed, so every row of the volume is checked and counted. */
+    synchronized void finish() {
+      while (next < v.rows().size()) {
+        openNext();
+      }
+    }
+
+    private void close(io.volpool.io.ByteSource file) {
+      if (file != null) {
+        try {
+          file.close();
+        } catch (java.io.IOException e) {
+          // read-only: nothing is lost
+        }
+      }
+    }
+
+    @Override
+    public synchronized void close() {
+      for (Opened o : open) {
+        o.planes().close();
+      }
+      open.clear();
+      files.values().forEach(this::close);
+      files.clear();
+      aheadTimes.moveTo(times);
+    }
+  }
+
+  /**
+   * A row read whole into memory (a direct buffer counted in the budget) and handed out plane by
+   * plane: a row of a positioned volume that is not stored plainly after all.
+   */
+  private final class WholeRow implements PlaneSource {
+    private final String record;
+    private final VolumeShape shape;
+    private final int hw;
+    private final long bytes;
+    private java.nio.ByteBuffer buf;
+
+    WholeRow(ParquetVolumeInput.Row row, PlaneVolume.Row r) {
+      this.record = row.record();
+      this.shape = row.shape();
+      this.hw = shape.h() * shape.w();
+      this.bytes = shape.numel() * Float.BYTES;
+      if (bytes > budget.maxRequest() || bytes > Integer.MAX_VALUE - 8) {
+        throw new MemoryBudgetException(record + ": its row holding planes [" + r.d0() + ", " + r.d1() + ") is "
+            + MemoryBudget.mib(bytes) + " and not stored plainly, so it is read whole, but that is more than half of the "
+            + MemoryBudget.mib(budget.limit()) + " memory budget (" + MemoryBudget.SETTING + ") or 2 GiB; raise the budget,"
+            + " or write the volume in rows of fewer planes", bytes, budget.limit());
+      }
+      budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
+      try {
+        buf = java.nio.ByteBuffer.allocateDirect((int) bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+      } catch (OutOfMemoryError e) {
+        budget.release(bytes, MemoryBudget.Use.PAGES);
+        throw e;
+      }
+      try {
+        row.copyTo(new BufferSink(buf));
+      } catch (RuntimeException | Error e) {
+        close();
+        throw e;
+      }
+    }
+
+    @Override
+    public String record() {
+      return record;
+    }
+
+    @Override
+    public VolumeShape shape() {
+      return shape;
+    }
+
+    @Override
+    public void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride) {
+      for (int c = 0; c < shape.c(); c++) {
+        dst.put(c * channelStride + at, buf.asFloatBuffer(), (c * shape.d() + d0) * hw, (d1 - d0) * hw);
+      }
+    }
+
+    @Override
+    public void readChannels(int c0, int c1, int d0, int d1, java.nio.ByteBuffer dst, int at, int channelStride) {
+      for (int c = c0; c < c1; c++) {
+        dst.put((c * channelStride + at) * Float.BYTES, buf, (c * shape.d() + d0) * hw * Float.BYTES,
+            (d1 - d0) * hw * Float.BYTES);
+      }
+    }
+
+    @Override
+    public void read(int d0, int d1, java.nio.ByteBuffer dst, int at, int channelStride) {
+      readChannels(0, shape.c(), d0, d1, dst, at, channelStride);
+    }
+
+    @Override
+    public boolean concurrentChannels() {
+      return true;
+    }
+
+    @Override
+    public void close() {
+      if (buf != null) {
+        io.volpool.memory.DirectBuffers.free(buf);
+        buf = null;
+        budget.release(bytes, MemoryBudget.Use.PAGES);
+      }
+    }
   }
 
   private void closeCurrent() {
