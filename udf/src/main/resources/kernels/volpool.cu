@@ -532,20 +532,18 @@ __device__ __forceinline__ void poolBlock(const PoolBlock& pb, const typename L:
   const i64 plane = (i64)H * W;
   const typename L::T* xc = x + c * inDn * plane - (i64)inD0 * plane;  // indexed by whole-volume plane
   float* yc = y + c * outDn * (i64)OH * OW + (i64)oh * OW + ow;
-  // an average's divisor is (H factor) x (W factor) x (D factor): the first two per thread, the last per plane,
-  // and the reciprocal of the whole divisor for planes of D factor 3 (all but the volume's first and last)
-  // (the H and W factors, 1 to 3, packed 4 bits each into one register: fewer registers, no spills)
+  // an average's divisor is (H factor) x (W factor) x (D factor): the first two per thread, the last per plane
+  // (the H and W factors, 1 to 3, packed 4 bits each into one register: fewer registers, no spills). Where all
+  // three are 3 (every window with count_include_pad, the inner ones without) the reciprocal is a constant;
+  // elsewhere it is computed (correctly rounded) per output, rather than kept in registers for every output
   static_assert(4 * (ROWS + OC) <= 32, "factors packed into one word");
   uint32_t factors = 0;
 #pragma unroll
   for (int q = 0; q < ROWS; q++) factors |= (uint32_t)(oh + q < OH ? padFactor(oh + q, H, countIncludePad) : 1) << (4 * (OC + q));
 #pragma unroll
   for (int j = 0; j < OC; j++) factors |= (uint32_t)(ow + j < OW ? padFactor(ow + j, W, countIncludePad) : 1) << (4 * j);
-  float r3[ROWS][OC];
-#pragma unroll
-  for (int q = 0; q < ROWS; q++)
-#pragma unroll
-    for (int j = 0; j < OC; j++) r3[q][j] = 1.f / (float)(3 * ((factors >> (4 * (OC + q))) & 15u) * ((factors >> (4 * j)) & 15u));
+  constexpr uint32_t ALL3 = 0x33333333u >> (32 - 4 * (ROWS + OC));
+  const bool all3 = factors == ALL3;
   float p[ROWS][OC];  // windows of plane 2*od - 1, one per output row
 #pragma unroll
   for (int q = 0; q < ROWS; q++)
@@ -575,7 +573,7 @@ __device__ __forceinline__ void poolBlock(const PoolBlock& pb, const typename L:
         const float A = R::op(R::op(a[2 * q][j], a[2 * q + 1][j]), a[2 * q + 2][j]);
         const float B = R::op(R::op(b[2 * q][j], b[2 * q + 1][j]), b[2 * q + 2][j]);
         const float dv = (float)(fd * ((factors >> (4 * (OC + q))) & 15u) * ((factors >> (4 * j)) & 15u));
-        o[j] = R::divide(R::op(R::op(p[q][j], A), B), dv, fd == 3 ? r3[q][j] : 1.f / dv);
+        o[j] = R::divide(R::op(R::op(p[q][j], A), B), dv, fd == 3 && all3 ? 1.f / 27.f : __frcp_rn(dv));
         p[q][j] = B;
       }
       if (valid > 0 && oh + q < OH) storeRow<OC>(yo + (i64)q * OW, o, vec, valid);
