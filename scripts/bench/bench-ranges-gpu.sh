@@ -61,6 +61,8 @@ for s in glob.glob(f"{shm}/out-{name}/_volpool_summary.json") + glob.glob(f"{shm
     line += (f"; job {d['wall_seconds']} s, {d['gb_per_second_in']} GB/s in over the job, steady {t['steady_gb_per_second_in']}"
              f" GB/s in {t['steady_window_seconds']}, peak budget {d['peak_budget_bytes'] / 2**30:.1f} GiB of "
              f"{d['memory_budget_bytes'] / 2**30:.1f}, {d.get('volumes_in')} volumes, {d.get('rows_in')} rows in")
+    ph = d.get("phase_seconds_summed_over_tasks", {})
+    line += "; task-s " + ", ".join(f"{k} {v:.1f}" for k, v in ph.items() if v >= 0.5)
 print(line)
 PY
 }
