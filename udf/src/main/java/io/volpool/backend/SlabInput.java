@@ -252,13 +252,13 @@ public final class SlabInput implements AutoCloseable {
     }
   }
 
-  /** Waits for {@code f}, rethrowing what it threw. */
+  /**
+   * Waits for {@code f}, rethrowing what it threw; through interrupts, since the read writes into a
+   * window (pinned memory) that is freed once this input is closed.
+   */
   private void get(Future<?> f) {
     try {
-      f.get();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted while reading the next slab of " + src.record(), e);
+      Waits.done(f);
     } catch (ExecutionException e) {
       if (e.getCause() instanceof RuntimeException r) {
         throw r;

@@ -237,6 +237,11 @@ public final class ParquetVolumeInput implements VolumeInput {
       return layout.isBinary() ? type : layout.listDtype();
     }
 
+    /** Whether the row's tensor has been read or stepped over (it can be read once). */
+    public boolean consumed() {
+      return consumed;
+    }
+
     /**
      * Where the row's value starts in its file when it is stored plainly (an uncompressed PLAIN binary
      * value, streamed from the file), else -1. Reads nothing of the value.

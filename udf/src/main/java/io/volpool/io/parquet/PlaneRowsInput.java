@@ -21,13 +21,17 @@ import org.apache.hadoop.conf.Configuration;
 
 /**
  * Reads the volumes of a task that are stored across rows, each as a {@link PlaneSource}: its rows
- * in plane order, wherever the driver found them. While the slabs of one row run, the next row is
- * read on a thread of its own, so reading overlaps the kernels; at most two rows are in memory, in
- * two direct buffers reused from row to row (a local file's uncompressed value lands in one with a
- * single copy by the kernel, and goes on to the slab window, pinned on the GPU, with one more). A
- * row is read with the same reader as whole-volume rows (so every codec and page kind works) and
- * must still be what the driver planned (id and planes); else the input changed under the job. Row
- * buffers are counted in the memory budget while they exist.
+ * in plane order, wherever the driver found them. A row is read with the same reader as whole-volume
+ * rows (so every codec and page kind works) and must still be what the driver planned (id and
+ * planes); else the input changed under the job. Two ways, chosen once a volume from its first row:
+ * <ul>
+ *   <li>rows in local files whose value is stored plainly (uncompressed PLAIN) are read by position
+ *       ({@link PositionedRows}): each slab window's planes go from the file straight into the window
+ *       (pinned memory on the GPU), with no row in memory;
+ *   <li>other rows (compressed, or on HDFS or S3) are read whole, one at a time, while the next is
+ *       read on a thread of its own ({@link Source}): at most two rows in memory, in two buffers
+ *       reused from row to row and counted in the memory budget while they exist.
+ * </ul>
  */
 public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVolume> {
   private final TensorLayout layout;
@@ -43,6 +47,9 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
   private ParquetVolumeInput cur;
   private ParquetSplit curSplit;
   private long curNext;
+  /** The plan's row that {@link #row} returned last, and the reader's row for it. */
+  private PlaneVolume.Row lastRef;
+  private ParquetVolumeInput.Row lastRow;
   /** Page memory (compressed or dictionary pages read through the heap) from the budget, never refused. */
   private final PageGate pages;
 
@@ -86,11 +93,15 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
   }
 
   /**
-   * The row {@code r} of the plan, positioned for reading its data. One thread at a time: the task
-   * thread between volumes and before a volume's read-ahead starts, else the read-ahead thread. Its
-   * time goes to {@code aheadTimes}, moved to the task's times when no read-ahead runs.
+   * The row {@code r} of the plan, positioned for reading its data (the row returned last again, while
+   * its data is unread). One thread at a time: the task thread between volumes and before a volume's
+   * read-ahead starts, else the read-ahead thread, or a slab reader under {@link PositionedRows}'s lock.
+   * Its time goes to {@code aheadTimes}, moved to the task's times when no read-ahead runs.
    */
   private ParquetVolumeInput.Row row(PlaneVolume v, PlaneVolume.Row r) {
+    if (r.equals(lastRef) && !lastRow.consumed()) {
+      return lastRow;
+    }
     PhaseTimes t = aheadTimes;
     if (cur == null || !r.split().equals(curSplit) || r.row() < curNext) {
       closeCurrent();
@@ -115,6 +126,8 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
           + planes[1] + ")") + " where the driver found " + want + " planes [" + r.d0() + ", " + r.d1()
           + "); the input changed while the job ran");
     }
+    lastRef = r;
+    lastRow = row;
     return row;
   }
 
@@ -127,12 +140,12 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
   }
 
   /**
-   * None when {@code v}'s rows are read by position; else two rows of {@code v}'s largest: one being
-   * read, one read ahead.
+   * Read by position: one row of {@code v}'s largest, for a row found not stored plainly after all
+   * (read whole; none is, in a volume written alike). Else two: one being read, one read ahead.
    */
   @Override
   public long heldBytes(PlaneVolume v) {
-    return positioned(v) ? 0 : 2 * rowBytes(v);
+    return (positioned(v) ? 1 : 2) * rowBytes(v);
   }
 
   /** The float32 bytes of {@code v}'s largest row. */
@@ -143,8 +156,8 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
 
   /**
    * Whether {@code v}'s rows are read by position: its rows are in local files and its first row's
-   * value is stored plainly (uncompressed PLAIN; rows of one volume are written alike). Decided once
-   * a volume, from its first row.
+   * value is stored plainly (uncompressed PLAIN; the rows of one volume are written alike). Decided
+   * once a volume, from its first row (kept for {@link #first}).
    */
   private boolean positioned(PlaneVolume v) {
     if (v != peeked) {
@@ -186,8 +199,100 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     return new Source(v);
   }
 
-  /** One row's planes in memory: float32 bytes in {@code buf}, channel by channel. */
-  private record Loaded(java.nio.ByteBuffer buf, int lo, int hi) {}
+  /** Waits for {@code f} (through interrupts: it writes into a buffer freed after), rethrowing what it threw. */
+  private static <T> T join(Future<T> f, String record) {
+    try {
+      return io.volpool.backend.Waits.done(f);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException re) {
+        throw re;
+      }
+      if (e.getCause() instanceof Error er) {
+        throw er;
+      }
+      throw new IllegalStateException("reading a row of " + record + ": " + e.getCause(), e.getCause());
+    }
+  }
+
+  /**
+   * Memory for one row's planes as float32: a direct buffer (a local file's value lands in it with
+   * one copy by the kernel), or a float array for a row of more than 2 GiB as float32 (a narrow type
+   * widened), which no buffer holds. Counted in the budget from allocation until {@link #free}.
+   */
+  private final class RowMemory {
+    final long bytes;
+    final java.nio.ByteBuffer direct;
+    final float[] heap;
+
+    RowMemory(long bytes, String record, String rowPlanes) {
+      if (bytes > budget.maxRequest()) {
+        throw new MemoryBudgetException("volume " + record + ": its row holding planes " + rowPlanes + " is "
+            + MemoryBudget.mib(bytes) + " as float32, more than half of the " + MemoryBudget.mib(budget.limit())
+            + " memory budget (" + MemoryBudget.SETTING + "); raise the budget, or write the volume in rows of fewer"
+            + " planes (or uncompressed, in local files: such rows are read by position, not whole)", bytes,
+            budget.limit());
+      }
+      if (bytes / Float.BYTES > Integer.MAX_VALUE - 8) {
+        throw new MemoryBudgetException("volume " + record + ": its row holding planes " + rowPlanes + " is "
+            + MemoryBudget.mib(bytes) + " as float32, more than one Java array holds; write the volume in rows of"
+            + " fewer planes", bytes, budget.limit());
+      }
+      this.bytes = bytes;
+      budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
+      try {
+        if (bytes <= Integer.MAX_VALUE - 8) {
+          direct = java.nio.ByteBuffer.allocateDirect((int) bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+          heap = null;
+        } else {
+          direct = null;
+          heap = new float[(int) (bytes / Float.BYTES)];
+        }
+      } catch (OutOfMemoryError e) {
+        budget.release(bytes, MemoryBudget.Use.PAGES);
+        throw e;
+      }
+    }
+
+    /** A sink writing {@code n} bytes of float32 from the start. */
+    io.volpool.backend.VolumeSink sink(long n) {
+      if (direct != null) {
+        return new BufferSink(direct.clear().limit((int) n));
+      }
+      return new io.volpool.backend.FloatSink(heap);
+    }
+
+    /** Copies {@code n} floats from float index {@code from} to index {@code to} of {@code dst}. */
+    void copyTo(int from, java.nio.FloatBuffer dst, int to, int n) {
+      if (direct != null) {
+        dst.put(to, direct.asFloatBuffer(), from, n);
+      } else {
+        dst.put(to, heap, from, n);
+      }
+    }
+
+    /** Copies {@code n} floats from float index {@code from} to float index {@code to} of little-endian {@code dst}. */
+    void copyTo(int from, java.nio.ByteBuffer dst, int to, int n) {
+      if (direct != null) {
+        dst.put(to * Float.BYTES, direct, from * Float.BYTES, n * Float.BYTES);
+      } else {
+        dst.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN).asFloatBuffer().put(to, heap, from, n);
+      }
+    }
+
+    /** Gives the memory back: only once no thread reads or writes it any more. */
+    void free() {
+      io.volpool.memory.DirectBuffers.free(direct);
+      budget.release(bytes, MemoryBudget.Use.PAGES);
+    }
+  }
+
+  /** One row's planes {@code [lo, hi)} in memory, channel by channel. */
+  private record Loaded(RowMemory mem, int lo, int hi) {}
+
+  /** Copies {@code n} floats of a row from float index {@code from} to index {@code to} of a window. */
+  private interface Copy {
+    void copy(RowMemory row, int from, int to, int n);
+  }
 
   private final class Source implements PlaneSource {
     private final PlaneVolume v;
@@ -196,9 +301,9 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     /** The bytes of the volume's largest row: the size of each row buffer. */
     private final long rowBytes;
     /** Row buffers not holding a row, shared with the read-ahead thread. */
-    private final java.util.ArrayDeque<java.nio.ByteBuffer> idle = new java.util.ArrayDeque<>();
+    private final java.util.ArrayDeque<RowMemory> idle = new java.util.ArrayDeque<>();
     /** Row buffers allocated (and counted in the budget) for this volume. */
-    private final List<java.nio.ByteBuffer> made = new java.util.ArrayList<>();
+    private final List<RowMemory> made = new java.util.ArrayList<>();
     private int next;
     private Loaded row;
     private Future<Loaded> pending;
@@ -221,32 +326,18 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     }
 
     /** An idle row buffer, or a new one (at most two: one read, one read ahead). */
-    private java.nio.ByteBuffer buffer() {
+    private RowMemory buffer(PlaneVolume.Row r) {
       synchronized (idle) {
-        java.nio.ByteBuffer b = idle.poll();
-        if (b != null) {
-          return b;
+        RowMemory b = idle.poll();
+        if (b == null) {
+          b = new RowMemory(rowBytes, record(), "[" + r.d0() + ", " + r.d1() + ")");
+          made.add(b);
         }
-        if (rowBytes > budget.maxRequest() || rowBytes > Integer.MAX_VALUE - 8) {
-          PlaneVolume.Row big = v.rows().stream().max(java.util.Comparator.comparingInt(r -> r.d1() - r.d0())).orElseThrow();
-          throw new MemoryBudgetException("volume " + record() + ": its row holding planes [" + big.d0() + ", " + big.d1()
-              + ") is " + MemoryBudget.mib(rowBytes) + ", more than " + (rowBytes > budget.maxRequest() ? "half of the "
-              + MemoryBudget.mib(budget.limit()) + " memory budget (" + MemoryBudget.SETTING + "); raise the budget, or"
-              : "2 GiB, the most one buffer holds;") + " write the volume in rows of fewer planes", rowBytes, budget.limit());
-        }
-        budget.forceAcquire(rowBytes, MemoryBudget.Use.PAGES);
-        try {
-          b = java.nio.ByteBuffer.allocateDirect((int) rowBytes).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-        } catch (OutOfMemoryError e) {
-          budget.release(rowBytes, MemoryBudget.Use.PAGES);
-          throw e;
-        }
-        made.add(b);
         return b;
       }
     }
 
-    private void giveBack(java.nio.ByteBuffer b) {
+    private void giveBack(RowMemory b) {
       synchronized (idle) {
         idle.push(b);
       }
@@ -256,11 +347,10 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     private Loaded load(int i) {
       PlaneVolume.Row r = v.rows().get(i);
       long bytes = (long) shape.c() * (r.d1() - r.d0()) * hw * Float.BYTES;
-      java.nio.ByteBuffer buf = buffer();
+      RowMemory buf = buffer(r);
       try {
-        buf.clear().limit((int) bytes);
         VolumeSource src = row(v, r);
-        src.copyTo(new BufferSink(buf));
+        src.copyTo(buf.sink(bytes));
         if (v.owns(r)) {
           // a row in the halo of two ranges of a volume is counted by the first
           rowsRead.incrementAndGet();
@@ -277,9 +367,8 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     private void advance() {
       Loaded l;
       if (pending != null) {
-        Future<Loaded> f = pending;
+        l = join(pending, record());
         pending = null;
-        l = join(f);
       } else {
         l = load(next++);
       }
@@ -291,37 +380,14 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
       }
     }
 
-    private Loaded join(Future<Loaded> f) {
-      try {
-        return f.get();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted while reading a row of " + record(), e);
-      } catch (ExecutionException e) {
-        if (e.getCause() instanceof RuntimeException re) {
-          throw re;
-        }
-        if (e.getCause() instanceof Error er) {
-          throw er;
-        }
-        throw new IllegalStateException(e.getCause());
-      }
-    }
-
     @Override
     public void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride) {
-      copy(d0, d1, (row, from, to, n) -> dst.put(to, row.buf().asFloatBuffer(), from, n), at, channelStride);
+      copy(d0, d1, (mem, from, to, n) -> mem.copyTo(from, dst, to, n), at, channelStride);
     }
 
     @Override
     public void read(int d0, int d1, java.nio.ByteBuffer dst, int at, int channelStride) {
-      copy(d0, d1, (row, from, to, n) -> dst.put(to * Float.BYTES, row.buf(), from * Float.BYTES, n * Float.BYTES), at,
-          channelStride);
-    }
-
-    /** Copies {@code n} floats of {@code row} from float index {@code from} to index {@code to} of a destination. */
-    private interface Copy {
-      void copy(Loaded row, int from, int to, int n);
+      copy(d0, d1, (mem, from, to, n) -> mem.copyTo(from, dst, to, n), at, channelStride);
     }
 
     private void copy(int d0, int d1, Copy into, int at, int channelStride) {
@@ -339,7 +405,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
         int n = Math.min(d1, row.hi()) - d;
         int rn = row.hi() - row.lo();
         for (int c = 0; c < shape.c(); c++) {
-          into.copy(row, (c * rn + d - row.lo()) * hw, c * channelStride + at + (d - d0) * hw, n * hw);
+          into.copy(row.mem(), (c * rn + d - row.lo()) * hw, c * channelStride + at + (d - d0) * hw, n * hw);
         }
         d += n;
       }
@@ -347,7 +413,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
 
     private void release(Loaded l) {
       if (l != null) {
-        giveBack(l.buf());
+        giveBack(l.mem());
       }
     }
 
@@ -362,7 +428,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     public void close() {
       if (pending != null) {
         try {
-          release(join(pending));
+          release(join(pending, record()));
         } catch (RuntimeException | Error e) {
           // the volume already failed or finished; its read-ahead's error is not news
         }
@@ -371,10 +437,8 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
       release(row);
       row = null;
       synchronized (idle) {
-        for (java.nio.ByteBuffer b : made) {
-          io.volpool.memory.DirectBuffers.free(b);
-          budget.release(rowBytes, MemoryBudget.Use.PAGES);
-        }
+        // the read-ahead is done (joined through interrupts), and the slab reader waited for its reads
+        made.forEach(RowMemory::free);
         made.clear();
         idle.clear();
       }
@@ -399,7 +463,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
    * The rows are opened (checked against the plan and counted) in order as windows reach them, on
    * another handle of their file, so the row reader's stream position stays its own. A row stored
    * otherwise after all (compressed in a volume whose first row was not) is read whole into memory,
-   * beside the slabs.
+   * within the one row {@link #heldBytes} keeps aside.
    */
   private final class PositionedRows implements PlaneSource {
     private final PlaneVolume v;
@@ -412,9 +476,10 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     private int next;
     /** Handles on the files of the open rows, by path: one a file, closed when its last open row is passed. */
     private final java.util.Map<String, io.volpool.io.ByteSource> files = new java.util.HashMap<>();
-
-    /** One row's planes {@code [lo, hi)} (in file {@code path}), read from {@code planes} in the row's own plane numbers. */
-    private record Opened(int lo, int hi, String path, PlaneSource planes) {}
+    /** Reads in flight (row memory is freed only when none is). */
+    private int reading;
+    /** What opening a row threw: every later read of the volume throws it too. */
+    private RuntimeException failed;
 
     /** After {@link #positioned} said yes for {@code v}. */
     PositionedRows(PlaneVolume v) {
@@ -439,70 +504,89 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
       return concurrent;
     }
 
-    /** Opens the rows that hold planes {@code [d0, d1)} and drops those before them; the rows it opened. */
+    /** Opens the rows that hold planes {@code [d0, d1)}, passing those before them; the rows that hold them. */
     private synchronized List<Opened> rows(int d0, int d1) {
+      if (failed != null) {
+        throw failed;
+      }
       PlaneVolume.Row firstListed = v.rows().get(0);
       PlaneVolume.Row lastListed = v.rows().get(v.rows().size() - 1);
       if (d0 < firstListed.d0() || d1 > lastListed.d1()) {
         throw new IllegalStateException(record() + ": input planes [" + d0 + ", " + d1 + ") asked for, but the rows planned"
             + " for this task hold [" + firstListed.d0() + ", " + lastListed.d1() + ")");
       }
-      while (!open.isEmpty() && open.peekFirst().hi() <= d0) {
+      while (open.isEmpty() || open.peekLast().hi() < d1) {
+        openNext();
+      }
+      pass(d0);
+      reading++;
+      return List.copyOf(open);
+    }
+
+    private synchronized void done() {
+      reading--;
+    }
+
+    /** Closes the open rows that end at or before plane {@code d} (no later read needs them). */
+    private void pass(int d) {
+      while (!open.isEmpty() && open.peekFirst().hi() <= d) {
         Opened o = open.pollFirst();
         o.planes().close();
         if (open.stream().noneMatch(x -> x.path().equals(o.path()))) {
           close(files.remove(o.path()));
         }
       }
-      while (open.isEmpty() || open.peekLast().hi() < d1) {
-        openNext();
-      }
-      return List.copyOf(open);
     }
 
     /** Opens the next row of the volume: checked against the plan, counted, positioned (or read whole). */
     private void openNext() {
-      PlaneVolume.Row r = v.rows().get(next++);
-      ParquetVolumeInput.Row row = row(v, r);
-      long stored = row.storedBytes();
-      String path = r.split().path();
-      io.volpool.io.ByteSource file = files.get(path);
-      if (file == null) {
-        try {
-          file = io.volpool.io.ByteSource.open(new org.apache.hadoop.fs.Path(path), conf);
-        } catch (java.io.IOException e) {
-          throw new java.io.UncheckedIOException("opening " + path + " to read the planes of " + record() + ": "
-              + e.getMessage(), e);
+      PlaneVolume.Row r = v.rows().get(next);
+      try {
+        ParquetVolumeInput.Row row = row(v, r);
+        long stored = row.storedBytes();
+        String path = r.split().path();
+        io.volpool.io.ByteSource file = files.get(path);
+        if (file == null) {
+          try {
+            file = io.volpool.io.ByteSource.open(new org.apache.hadoop.fs.Path(path), conf);
+          } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("opening " + path + " to read the planes of " + record() + ": "
+                + e.getMessage(), e);
+          }
+          files.put(path, file);
         }
-        files.put(path, file);
+        boolean plain = row.valueType().isFloat32() && row.rescale().isIdentity();
+        PlaneSource planes = concurrent && !plain ? null : row.positionedRow(file);
+        if (planes == null) {
+          planes = new WholeRow(row, r);
+        }
+        next++;
+        if (v.owns(r)) {
+          // a row in the halo of two ranges of a volume is counted by the first
+          rowsRead.incrementAndGet();
+          storedRead.addAndGet(stored);
+        }
+        open.addLast(new Opened(r.d0(), r.d1(), path, planes));
+      } catch (RuntimeException e) {
+        failed = e;
+        throw e;
       }
-      boolean plain = row.valueType().isFloat32() && row.rescale().isIdentity();
-      PlaneSource planes = concurrent && !plain ? null : row.positionedRow(file);
-      if (planes == null) {
-        planes = new WholeRow(row, r);
-      }
-      if (v.owns(r)) {
-        // a row in the halo of two ranges of a volume is counted by the first
-        rowsRead.incrementAndGet();
-        storedRead.addAndGet(stored);
-      }
-      open.addLast(new Opened(r.d0(), r.d1(), path, planes));
     }
 
     /** Reads the planes of every row from {@code d0} to {@code d1} that {@code part} reads into the window. */
     private void each(int d0, int d1, RowRead part) {
-      for (Opened o : rows(d0, d1)) {
-        int a = Math.max(d0, o.lo());
-        int b = Math.min(d1, o.hi());
-        if (a < b) {
-          part.read(o, a - o.lo(), b - o.lo(), (a - d0) * hw);
+      List<Opened> rows = rows(d0, d1);
+      try {
+        for (Opened o : rows) {
+          int a = Math.max(d0, o.lo());
+          int b = Math.min(d1, o.hi());
+          if (a < b) {
+            part.read(o, a - o.lo(), b - o.lo(), (a - d0) * hw);
+          }
         }
+      } finally {
+        done();
       }
-    }
-
-    /** Reads row {@code o}'s own planes {@code [a, b)} into the window from float index {@code off} (past {@code at}). */
-    private interface RowRead {
-      void read(Opened o, int a, int b, int off);
     }
 
     @Override
@@ -520,10 +604,11 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
       each(d0, d1, (o, a, b, off) -> o.planes().readChannels(c0, c1, a, b, dst, at + off, channelStride));
     }
 
-    /** Opens the rows no output plane needed, so every row of the volume is checked and counted. */
+    /** Opens the rows no output plane needed, one at a time, so every row of the volume is checked and counted. */
     synchronized void finish() {
       while (next < v.rows().size()) {
         openNext();
+        pass(open.peekLast().hi());
       }
     }
 
@@ -539,8 +624,13 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
 
     @Override
     public synchronized void close() {
+      // the slab reader waited for its reads (through interrupts); a read still in flight keeps its row's memory
       for (Opened o : open) {
-        o.planes().close();
+        if (o.planes() instanceof WholeRow w && reading > 0) {
+          w.drop();
+        } else {
+          o.planes().close();
+        }
       }
       open.clear();
       files.values().forEach(this::close);
@@ -549,37 +639,31 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     }
   }
 
+  /** One row's planes {@code [lo, hi)} (in file {@code path}), read from {@code planes} in the row's own plane numbers. */
+  private record Opened(int lo, int hi, String path, PlaneSource planes) {}
+
+  /** Reads row {@code o}'s own planes {@code [a, b)} into the window from float index {@code off} (past {@code at}). */
+  private interface RowRead {
+    void read(Opened o, int a, int b, int off);
+  }
+
   /**
-   * A row read whole into memory (a direct buffer counted in the budget) and handed out plane by
-   * plane: a row of a positioned volume that is not stored plainly after all.
+   * A row read whole into memory and handed out plane by plane: a row of a positioned volume that is
+   * not stored plainly after all.
    */
   private final class WholeRow implements PlaneSource {
     private final String record;
     private final VolumeShape shape;
     private final int hw;
-    private final long bytes;
-    private java.nio.ByteBuffer buf;
+    private RowMemory mem;
 
     WholeRow(ParquetVolumeInput.Row row, PlaneVolume.Row r) {
       this.record = row.record();
       this.shape = row.shape();
       this.hw = shape.h() * shape.w();
-      this.bytes = shape.numel() * Float.BYTES;
-      if (bytes > budget.maxRequest() || bytes > Integer.MAX_VALUE - 8) {
-        throw new MemoryBudgetException(record + ": its row holding planes [" + r.d0() + ", " + r.d1() + ") is "
-            + MemoryBudget.mib(bytes) + " and not stored plainly, so it is read whole, but that is more than half of the "
-            + MemoryBudget.mib(budget.limit()) + " memory budget (" + MemoryBudget.SETTING + ") or 2 GiB; raise the budget,"
-            + " or write the volume in rows of fewer planes", bytes, budget.limit());
-      }
-      budget.forceAcquire(bytes, MemoryBudget.Use.PAGES);
+      this.mem = new RowMemory(shape.numel() * Float.BYTES, record, "[" + r.d0() + ", " + r.d1() + ")");
       try {
-        buf = java.nio.ByteBuffer.allocateDirect((int) bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-      } catch (OutOfMemoryError e) {
-        budget.release(bytes, MemoryBudget.Use.PAGES);
-        throw e;
-      }
-      try {
-        row.copyTo(new BufferSink(buf));
+        row.copyTo(mem.sink(shape.numel() * Float.BYTES));
       } catch (RuntimeException | Error e) {
         close();
         throw e;
@@ -599,15 +683,14 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     @Override
     public void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride) {
       for (int c = 0; c < shape.c(); c++) {
-        dst.put(c * channelStride + at, buf.asFloatBuffer(), (c * shape.d() + d0) * hw, (d1 - d0) * hw);
+        mem.copyTo((c * shape.d() + d0) * hw, dst, c * channelStride + at, (d1 - d0) * hw);
       }
     }
 
     @Override
     public void readChannels(int c0, int c1, int d0, int d1, java.nio.ByteBuffer dst, int at, int channelStride) {
       for (int c = c0; c < c1; c++) {
-        dst.put((c * channelStride + at) * Float.BYTES, buf, (c * shape.d() + d0) * hw * Float.BYTES,
-            (d1 - d0) * hw * Float.BYTES);
+        mem.copyTo((c * shape.d() + d0) * hw, dst, c * channelStride + at, (d1 - d0) * hw);
       }
     }
 
@@ -621,12 +704,19 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
       return true;
     }
 
+    /** Gives the budget back but leaves the memory to the collector: a reader may still be copying from it. */
+    void drop() {
+      if (mem != null) {
+        budget.release(mem.bytes, MemoryBudget.Use.PAGES);
+        mem = null;
+      }
+    }
+
     @Override
     public void close() {
-      if (buf != null) {
-        io.volpool.memory.DirectBuffers.free(buf);
-        buf = null;
-        budget.release(bytes, MemoryBudget.Use.PAGES);
+      if (mem != null) {
+        mem.free();
+        mem = null;
       }
     }
   }
@@ -636,6 +726,8 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
       cur.close();
       cur = null;
       curSplit = null;
+      lastRef = null;
+      lastRow = null;
     }
   }
 
