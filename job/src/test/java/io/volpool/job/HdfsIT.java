@@ -129,6 +129,84 @@ class HdfsIT {
     }
   }
 
+  /**
+   * A volume stored across uncompressed rows on HDFS is read by position (HDFS's pread, by channel on
+   * several threads, no row held: the reader keeps one row aside, not two) and its output is bit for bit
+   * the run from the same file on the local disk; its rows as a user writes them (no dictionary, as
+   * docs/large-volumes.md's pyarrow code), through the job as users run it (avgpool3d, in slabs).
+   */
+  @Test
+  void volumesAcrossRowsOnHdfsAreReadByPositionAndEqualALocalRun(@TempDir Path tmp) throws Exception {
+    io.volpool.op.VolumeShape s = new io.volpool.op.VolumeShape(3, 40, 32, 64);
+    List<VolumesAcrossRowsTest.Part> parts = VolumesAcrossRowsTest.cut("v", 11, s, 7, 8, 20, 33);
+    Path file = tmp.resolve("in/rows.parquet");
+    java.nio.file.Files.createDirectories(file.getParent());
+    try (org.apache.parquet.hadoop.ParquetWriter<org.apache.parquet.example.data.Group> w =
+        org.apache.parquet.hadoop.example.ExampleParquetWriter.builder(new org.apache.hadoop.fs.Path(file.toUri()))
+            .withConf(new Configuration()).withType(VolumesAcrossRowsTest.SCHEMA).withDictionaryEncoding(false)
+            .build()) {
+      for (VolumesAcrossRowsTest.Part p : parts) {
+        w.write(VolumesAcrossRowsTest.row(p));
+      }
+    }
+    put(file, "in-rows/rows.parquet");
+    Map<String, String> conf = SparkTests.conf("pipeline", "avgpool3d");
+    conf.put("spark.volpool.input", root + "/in-rows");
+    conf.put("spark.volpool.output", tmp.resolve("out-hdfs").toString());
+    SparkTests.Result r = SparkTests.run(conf);
+    assertThat(r.code()).as(r.err()).isZero();
+    assertThat(r.out()).contains("rows          5 in, ");
+    conf.put("spark.volpool.input", tmp.resolve("in").toString());
+    conf.put("spark.volpool.output", tmp.resolve("out-local").toString());
+    SparkTests.Result local = SparkTests.run(conf);
+    assertThat(local.code()).as(local.err()).isZero();
+    io.volpool.op.VolumeShape o = io.volpool.op.Pipeline.of(new io.volpool.ops.avgpool3d.AvgPool3dSpec(3, 2, 1, false, true))
+        .outputShape(s);
+    float[] got = VolumesAcrossRowsTest.readOutput(tmp.resolve("out-hdfs"), Map.of("v", o)).get("v");
+    VolumesAcrossRowsTest.assertBitIdentical(got, VolumesAcrossRowsTest.readOutput(tmp.resolve("out-local"),
+        Map.of("v", o)).get("v"), "from HDFS against from the local disk");
+
+    // the reader itself on the HDFS file: positioned (one row aside), every plane bit for bit, by channel on two threads
+    long len = fs.getFileStatus(hdfs("in-rows/rows.parquet")).getLen();
+    io.volpool.io.parquet.ParquetSplit split = new io.volpool.io.parquet.ParquetSplit(root + "/in-rows/rows.parquet", "",
+        0, len);
+    List<io.volpool.io.PlaneVolume.Row> rows = new ArrayList<>();
+    for (int i = 0; i < parts.size(); i++) {
+      rows.add(new io.volpool.io.PlaneVolume.Row(split, i, parts.get(i).d0(), parts.get(i).d1()));
+    }
+    io.volpool.io.PlaneVolume v = new io.volpool.io.PlaneVolume("v", s, rows);
+    io.volpool.memory.MemoryBudget budget = new io.volpool.memory.MemoryBudget(1L << 30);
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
+    try (io.volpool.io.parquet.PlaneRowsInput in = new io.volpool.io.parquet.PlaneRowsInput(
+        io.volpool.io.parquet.TensorLayout.detect(VolumesAcrossRowsTest.SCHEMA, null, null), fs.getConf(), budget,
+        new io.volpool.backend.PhaseTimes())) {
+      assertThat(in.heldBytes(v)).as("one row aside (the largest, 13 planes), not two: read by position")
+          .isEqualTo(13L * s.c() * s.h() * s.w() * Float.BYTES);
+      in.first(v);
+      try (io.volpool.backend.PlaneSource src = in.open(v)) {
+        assertThat(src.concurrentChannels()).isTrue();
+        int hw = s.h() * s.w();
+        for (int[] win : new int[][] {{0, 9}, {9, 21}, {25, 40}}) {
+          int n = (win[1] - win[0]) * hw;
+          java.nio.ByteBuffer dst = java.nio.ByteBuffer.allocateDirect(s.c() * n * Float.BYTES)
+              .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+          java.util.concurrent.Future<?> other = pool.submit(() -> src.readChannels(1, 3, win[0], win[1], dst, 0, n));
+          src.readChannels(0, 1, win[0], win[1], dst, 0, n);
+          other.get();
+          float[] got2 = new float[s.c() * n];
+          dst.asFloatBuffer().get(got2);
+          VolumesAcrossRowsTest.assertBitIdentical(got2, VolumesAcrossRowsTest.planes(11, s, win[0], win[1]),
+              "planes " + win[0] + ".." + win[1] + " from HDFS");
+        }
+        in.finish(src);
+      }
+      assertThat(in.unitsRead()).isEqualTo(5);
+      assertThat(budget.peak()).as("no row read into memory").isZero();
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
   static Map<String, String> withPaths(String in, String format, String out) {
     Map<String, String> conf = JobEndToEndTest.seedConf(Path.of("x"), format, Path.of("y"));
     conf.put("spark.volpool.input", in);

@@ -41,7 +41,24 @@ public abstract class ByteSource implements Closeable {
       return new Local(FileChannel.open(p, StandardOpenOption.READ), file.toString());
     }
     FileSystem fs = file.getFileSystem(conf);
-    return new Hadoop(fs.open(file), fs.getFileStatus(file).getLen(), file.toString());
+    return new Hadoop(fs.open(file), fs.getFileStatus(file).getLen(), file.toString(), readsByPosition(fs));
+  }
+
+  /**
+   * Whether reads by position of {@code fs}'s files may run on several threads at once, each a cheap
+   * request of its own: HDFS's positioned reads (pread), which leave the stream alone. An object
+   * store's (S3A) would each be a new ranged GET, serialized on the stream: not taken.
+   */
+  static boolean readsByPosition(FileSystem fs) {
+    return "hdfs".equals(fs.getScheme());
+  }
+
+  /**
+   * Whether {@code file}'s planes may be read by position, a slab window at a time on several threads:
+   * a local file, or a file on HDFS.
+   */
+  public static boolean readsByPosition(Path file, Configuration conf) throws IOException {
+    return isLocal(file, conf) || readsByPosition(file.getFileSystem(conf));
   }
 
   /** Whether {@code file} is on the local filesystem: read through a channel, by position from several threads. */
@@ -304,16 +321,51 @@ public abstract class ByteSource implements Closeable {
   private static final class Hadoop extends ByteSource {
     private final FSDataInputStream in;
     private final long length;
+    /** Whether positioned reads go to the stream's own pread, on any thread (HDFS). */
+    private final boolean pread;
 
-    Hadoop(FSDataInputStream in, long length, String name) {
+    Hadoop(FSDataInputStream in, long length, String name, boolean pread) {
       super(name);
       this.in = in;
       this.length = length;
+      this.pread = pread;
     }
 
     @Override
     public long length() {
       return length;
+    }
+
+    @Override
+    public boolean concurrentReads() {
+      return pread;
+    }
+
+    @Override
+    public void readFullyAt(long at, ByteBuffer dst) throws IOException {
+      if (!pread) {
+        super.readFullyAt(at, dst);
+        return;
+      }
+      int len = dst.remaining();
+      if (at < 0 || at + len > length) {
+        throw eof(at, len);
+      }
+      if (dst.hasArray()) {
+        in.readFully(at, dst.array(), dst.arrayOffset() + dst.position(), len);
+        dst.position(dst.position() + len);
+      } else if (in.hasCapability(org.apache.hadoop.fs.StreamCapabilities.PREADBYTEBUFFER)) {
+        // straight into the (pinned) window
+        in.readFully(at, dst);
+      } else {
+        byte[] c = new byte[Math.min(len, CHUNK)];
+        for (long p = at; dst.hasRemaining(); ) {
+          int n = Math.min(c.length, dst.remaining());
+          in.readFully(p, c, 0, n);
+          dst.put(c, 0, n);
+          p += n;
+        }
+      }
     }
 
     @Override

@@ -25,15 +25,16 @@ import org.apache.hadoop.conf.Configuration;
  * rows (so every codec and page kind works) and must still be what the driver planned (id and
  * planes); else the input changed under the job. Two ways, chosen once a volume from its first row:
  * <ul>
- *   <li>rows in local files whose value is stored plainly (uncompressed PLAIN) are read by position
- *       ({@link PositionedRows}): each slab window's planes go from the file straight into the window
- *       (pinned memory on the GPU), with no row in memory;
+ *   <li>rows in local files or on HDFS whose value is stored plainly (uncompressed PLAIN) are read by
+ *       position ({@link PositionedRows}): each slab window's planes go from the file straight into the
+ *       window (pinned memory on the GPU), with no row in memory;
  *   <li>other rows (compressed, or on HDFS or S3) are read whole, one at a time, while the next is
  *       read on a thread of its own ({@link Source}): at most two rows in memory, in two buffers
  *       reused from row to row and counted in the memory budget while they exist.
  * </ul>
  */
 public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVolume> {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(PlaneRowsInput.class);
   private final TensorLayout layout;
   private final io.volpool.io.InputRescale rescale;
   private final Configuration conf;
@@ -155,23 +156,23 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
   }
 
   /**
-   * Whether {@code v}'s rows are read by position: its rows are in local files and its first row's
+   * Whether {@code v}'s rows are read by position: its rows are in local files or on HDFS and its first row's
    * value is stored plainly (uncompressed PLAIN; the rows of one volume are written alike). Decided
    * once a volume, from its first row (kept for {@link #first}).
    */
   private boolean positioned(PlaneVolume v) {
     if (v != peeked) {
-      boolean local = true;
+      boolean byPosition = true;
       try {
         for (PlaneVolume.Row r : v.rows()) {
-          local &= io.volpool.io.ByteSource.isLocal(new org.apache.hadoop.fs.Path(r.split().path()), conf);
+          byPosition &= io.volpool.io.ByteSource.readsByPosition(new org.apache.hadoop.fs.Path(r.split().path()), conf);
         }
       } catch (java.io.IOException e) {
-        local = false;
+        byPosition = false;
       }
-      ParquetVolumeInput.Row first = local ? row(v, v.firstRow()) : null;
-      peekedPositioned = local && first.plainValueAt() >= 0;
-      peekedPlain = local && first.valueType().isFloat32() && first.rescale().isIdentity();
+      ParquetVolumeInput.Row first = byPosition ? row(v, v.firstRow()) : null;
+      peekedPositioned = byPosition && first.plainValueAt() >= 0;
+      peekedPlain = byPosition && first.valueType().isFloat32() && first.rescale().isIdentity();
       aheadTimes.moveTo(times);
       peeked = v;
     }
@@ -187,8 +188,12 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
   @Override
   public PlaneSource open(PlaneVolume v) {
     if (positioned(v)) {
+      LOG.info("volume {}: its {} rows are read by position, {}", v.record(), v.rows().size(), peekedPlain
+          ? "the channels of a slab on several threads" : "widened on the way");
       return new PositionedRows(v);
     }
+    LOG.info("volume {}: its {} rows are read whole, one ahead (rows read by position must be uncompressed PLAIN values"
+        + " in local files or on HDFS)", v.record(), v.rows().size());
     if (ahead == null) {
       ahead = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "volpool-rows-ahead");
@@ -229,7 +234,8 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
         throw new MemoryBudgetException("volume " + record + ": its row holding planes " + rowPlanes + " is "
             + MemoryBudget.mib(bytes) + " as float32, more than half of the " + MemoryBudget.mib(budget.limit())
             + " memory budget (" + MemoryBudget.SETTING + "); raise the budget, or write the volume in rows of fewer"
-            + " planes (or uncompressed, in local files: such rows are read by position, not whole)", bytes,
+            + " planes (or uncompressed and without a dictionary, in local files or on HDFS: such rows are read by"
+            + " position, not whole)", bytes,
             budget.limit());
       }
       if (bytes / Float.BYTES > Integer.MAX_VALUE - 8) {
@@ -469,7 +475,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     private final PlaneVolume v;
     private final VolumeShape shape;
     private final int hw;
-    /** Whether every row's channels may be read on several threads at once (little-endian float32, local files). */
+    /** Whether every row's channels may be read on several threads at once (little-endian float32). */
     private final boolean concurrent;
     /** Rows opened and not yet passed, in plane order. */
     private final java.util.ArrayDeque<Opened> open = new java.util.ArrayDeque<>();
