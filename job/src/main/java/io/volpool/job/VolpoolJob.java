@@ -631,8 +631,14 @@ public final class VolpoolJob {
     if (p.outSpec().npyRanges().parts()) {
       // the tasks' parts joined in order into their files (HDFS concat, S3 copies inside the store: no byte through
       // the driver), to be counted
-      io.volpool.io.npy.NpyPlanesInPlace.joinParts(io.volpool.io.Files2.fs(committedTo, p.conf()), committedTo,
-          p.outSpec().npyRanges(), io.volpool.job.commit.S3aUploads::joinByCopies);
+      long joinStart = System.nanoTime();
+      int joined = io.volpool.io.npy.NpyPlanesInPlace.joinParts(io.volpool.io.Files2.fs(committedTo, p.conf()),
+          committedTo, p.outSpec().npyRanges(), io.volpool.job.commit.S3aUploads::joinByCopies);
+      if (joined > 0) {
+        LOG.info("volpool: {} .npy file(s) joined from their range tasks' parts ({}) in {} s", joined,
+            p.outSpec().npyRanges() == io.volpool.io.npy.NpyPlanesInPlace.Mode.PARTS ? "HDFS concat" : "copies in S3",
+            String.format(java.util.Locale.ROOT, "%.1f", (System.nanoTime() - joinStart) / 1e9));
+      }
     }
     if (p.outSpec().npyRanges() == io.volpool.io.npy.NpyPlanesInPlace.Mode.POSITIONED) {
       // the files the tasks wrote in place join the output's other files, to be counted with them

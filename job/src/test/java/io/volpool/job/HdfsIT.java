@@ -328,7 +328,8 @@ class HdfsIT {
         "spark.sql.files.maxPartitionBytes", "300000", "spark.sql.files.openCostInBytes", "0"), tmp.resolve("child.log"));
     assertThat(c.waitFor(300)).as(c.output()).isZero();
     assertThat(NpyOutputInPlaceTest.rangeTasks(c.output())).isGreaterThan(10);
-    assertThat(c.output()).contains("volumes       3 in, 3 out");
+    assertThat(c.output()).contains("volumes       3 in, 3 out")
+        .contains("volpool: 2 .npy file(s) joined from their range tasks' parts (HDFS concat) in ");
     Path got = tmp.resolve("got");
     fs.copyToLocalFile(hdfs("concat/out"), new org.apache.hadoop.fs.Path(got.toUri()));
     NpyOutputInPlaceTest.assertSameFiles(whole, got, "big.npy", "sub/batch.npy");
