@@ -204,6 +204,16 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     return new Source(v);
   }
 
+  /** Fails unless the rows planned for {@code v} (this task's) hold planes {@code [d0, d1)}. */
+  private static void checkPlanned(PlaneVolume v, int d0, int d1) {
+    PlaneVolume.Row firstListed = v.rows().get(0);
+    PlaneVolume.Row lastListed = v.rows().get(v.rows().size() - 1);
+    if (d0 < firstListed.d0() || d1 > lastListed.d1()) {
+      throw new IllegalStateException(v.record() + ": input planes [" + d0 + ", " + d1 + ") asked for, but the rows planned"
+          + " for this task hold [" + firstListed.d0() + ", " + lastListed.d1() + ")");
+    }
+  }
+
   /** Waits for {@code f} (through interrupts: it writes into a buffer freed after), rethrowing what it threw. */
   private static <T> T join(Future<T> f, String record) {
     try {
@@ -397,12 +407,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     }
 
     private void copy(int d0, int d1, Copy into, int at, int channelStride) {
-      PlaneVolume.Row firstListed = v.rows().get(0);
-      PlaneVolume.Row lastListed = v.rows().get(v.rows().size() - 1);
-      if (d0 < firstListed.d0() || d1 > lastListed.d1()) {
-        throw new IllegalStateException(record() + ": input planes [" + d0 + ", " + d1 + ") asked for, but the rows planned"
-            + " for this task hold [" + firstListed.d0() + ", " + lastListed.d1() + ")");
-      }
+      checkPlanned(v, d0, d1);
       int d = d0;
       while (d < d1) {
         while (row == null || d >= row.hi()) {
@@ -515,12 +520,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
       if (failed != null) {
         throw failed;
       }
-      PlaneVolume.Row firstListed = v.rows().get(0);
-      PlaneVolume.Row lastListed = v.rows().get(v.rows().size() - 1);
-      if (d0 < firstListed.d0() || d1 > lastListed.d1()) {
-        throw new IllegalStateException(record() + ": input planes [" + d0 + ", " + d1 + ") asked for, but the rows planned"
-            + " for this task hold [" + firstListed.d0() + ", " + lastListed.d1() + ")");
-      }
+      checkPlanned(v, d0, d1);
       while (open.isEmpty() || open.peekLast().hi() < d1) {
         openNext();
       }
