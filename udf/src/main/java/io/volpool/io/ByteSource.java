@@ -62,7 +62,7 @@ public abstract class ByteSource implements Closeable {
   }
 
   /** Whether {@code file} is on the local filesystem: read through a channel, by position from several threads. */
-  public static boolean isLocal(Path file, Configuration conf) throws IOException {
+  private static boolean isLocal(Path file, Configuration conf) throws IOException {
     URI u = file.toUri();
     return "file".equals(u.getScheme()) || (u.getScheme() == null && FileSystem.get(conf).getScheme().equals("file"));
   }

@@ -268,17 +268,11 @@ public final class ParquetVolumeInput implements VolumeInput {
 
     @Override
     public io.volpool.backend.PlaneSource positionedPlanes() {
-      VolumeShape s = shape();
+      shape();
       if (!layout.isBinary() || layout.planeRows() || !type.isFloat32() || !scale.isIdentity()) {
         return null;
       }
-      long at = tensor.streamedValueAt();
-      if (at < 0) {
-        return null;
-      }
-      consumed = true;
-      tensor.skipStreamed();
-      return new PositionedPlanes(data, at, s, record);
+      return positionedRow(data);
     }
 
     @Override

@@ -278,7 +278,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     }
 
     /** Copies {@code n} floats from float index {@code from} to index {@code to} of {@code dst}. */
-    void copyTo(int from, java.nio.FloatBuffer dst, int to, int n) {
+    private void copyTo(int from, java.nio.FloatBuffer dst, int to, int n) {
       if (direct != null) {
         dst.put(to, direct.asFloatBuffer(), from, n);
       } else {
@@ -287,11 +287,28 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     }
 
     /** Copies {@code n} floats from float index {@code from} to float index {@code to} of little-endian {@code dst}. */
-    void copyTo(int from, java.nio.ByteBuffer dst, int to, int n) {
+    private void copyTo(int from, java.nio.ByteBuffer dst, int to, int n) {
       if (direct != null) {
         dst.put(to * Float.BYTES, direct, from * Float.BYTES, n * Float.BYTES);
       } else {
         dst.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN).asFloatBuffer().put(to, heap, from, n);
+      }
+    }
+
+    /**
+     * Copies planes {@code [a, b)} of channels {@code [c0, c1)} of the row held here ({@code [C, rowD, H, W]},
+     * {@code hw} values a plane) into {@code dst}: channel {@code c}'s from index {@code c * stride + at}.
+     */
+    void planesTo(int rowD, int hw, int a, int b, int c0, int c1, java.nio.FloatBuffer dst, int at, int stride) {
+      for (int c = c0; c < c1; c++) {
+        copyTo((c * rowD + a) * hw, dst, c * stride + at, (b - a) * hw);
+      }
+    }
+
+    /** {@link #planesTo(int, int, int, int, int, int, java.nio.FloatBuffer, int, int)} into little-endian bytes. */
+    void planesTo(int rowD, int hw, int a, int b, int c0, int c1, java.nio.ByteBuffer dst, int at, int stride) {
+      for (int c = c0; c < c1; c++) {
+        copyTo((c * rowD + a) * hw, dst, c * stride + at, (b - a) * hw);
       }
     }
 
@@ -305,9 +322,9 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
   /** One row's planes {@code [lo, hi)} in memory, channel by channel. */
   private record Loaded(RowMemory mem, int lo, int hi) {}
 
-  /** Copies {@code n} floats of a row from float index {@code from} to index {@code to} of a window. */
+  /** Copies planes {@code [a, b)} of every channel of a row of depth {@code rowD} into a window, from index {@code to} past its start. */
   private interface Copy {
-    void copy(RowMemory row, int from, int to, int n);
+    void copy(RowMemory row, int rowD, int a, int b, int to);
   }
 
   private final class Source implements PlaneSource {
@@ -398,15 +415,15 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
 
     @Override
     public void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride) {
-      copy(d0, d1, (mem, from, to, n) -> mem.copyTo(from, dst, to, n), at, channelStride);
+      copy(d0, d1, (mem, rowD, a, b, to) -> mem.planesTo(rowD, hw, a, b, 0, shape.c(), dst, at + to, channelStride));
     }
 
     @Override
     public void read(int d0, int d1, java.nio.ByteBuffer dst, int at, int channelStride) {
-      copy(d0, d1, (mem, from, to, n) -> mem.copyTo(from, dst, to, n), at, channelStride);
+      copy(d0, d1, (mem, rowD, a, b, to) -> mem.planesTo(rowD, hw, a, b, 0, shape.c(), dst, at + to, channelStride));
     }
 
-    private void copy(int d0, int d1, Copy into, int at, int channelStride) {
+    private void copy(int d0, int d1, Copy into) {
       checkPlanned(v, d0, d1);
       int d = d0;
       while (d < d1) {
@@ -414,10 +431,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
           advance();
         }
         int n = Math.min(d1, row.hi()) - d;
-        int rn = row.hi() - row.lo();
-        for (int c = 0; c < shape.c(); c++) {
-          into.copy(row.mem(), (c * rn + d - row.lo()) * hw, c * channelStride + at + (d - d0) * hw, n * hw);
-        }
+        into.copy(row.mem(), row.hi() - row.lo(), d - row.lo(), d - row.lo() + n, (d - d0) * hw);
         d += n;
       }
     }
@@ -688,16 +702,12 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
 
     @Override
     public void read(int d0, int d1, java.nio.FloatBuffer dst, int at, int channelStride) {
-      for (int c = 0; c < shape.c(); c++) {
-        mem.copyTo((c * shape.d() + d0) * hw, dst, c * channelStride + at, (d1 - d0) * hw);
-      }
+      mem.planesTo(shape.d(), hw, d0, d1, 0, shape.c(), dst, at, channelStride);
     }
 
     @Override
     public void readChannels(int c0, int c1, int d0, int d1, java.nio.ByteBuffer dst, int at, int channelStride) {
-      for (int c = c0; c < c1; c++) {
-        mem.copyTo((c * shape.d() + d0) * hw, dst, c * channelStride + at, (d1 - d0) * hw);
-      }
+      mem.planesTo(shape.d(), hw, d0, d1, c0, c1, dst, at, channelStride);
     }
 
     @Override
