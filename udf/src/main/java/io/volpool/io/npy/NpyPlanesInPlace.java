@@ -332,47 +332,43 @@ public final class NpyPlanesInPlace implements AutoCloseable {
       throw new IOException("the committed parts of " + withParts.iterator().next() + " have no header part (the task"
           + " of the file's first planes did not commit); nothing was moved into the output");
     }
-    if (headers.size() == 1) {
-      joinOne(fs, staged, mode, copies, base, headers.get(0));
-    } else {
-      // files are joined independently: several at once, so a run of many spread files does not wait on each in turn
-      java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(
-          Math.min(headers.size(), JOIN_THREADS), r -> {
-            Thread t = new Thread(r, "volpool-npy-join");
-            t.setDaemon(true);
-            return t;
-          });
-      try {
-        List<java.util.concurrent.Future<?>> joins = new ArrayList<>();
-        for (Path h : headers) {
-          joins.add(pool.submit(() -> {
-            joinOne(fs, staged, mode, copies, base, h);
-            return null;
-          }));
-        }
-        IOException first = null;
-        for (java.util.concurrent.Future<?> f : joins) {
-          try {
-            f.get();
-          } catch (java.util.concurrent.ExecutionException e) {
-            IOException io = e.getCause() instanceof IOException x ? x : new IOException(e.getCause().getMessage(),
-                e.getCause());
-            if (first == null) {
-              first = io;
-            } else {
-              first.addSuppressed(io);
-            }
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new java.io.InterruptedIOException("interrupted while joining the .npy parts under " + root);
-          }
-        }
-        if (first != null) {
-          throw first;
-        }
-      } finally {
-        pool.shutdownNow();
+    // files are joined independently: several at once, so a run of many spread files does not wait on each in turn
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(
+        Math.max(1, Math.min(headers.size(), JOIN_THREADS)), r -> {
+          Thread t = new Thread(r, "volpool-npy-join");
+          t.setDaemon(true);
+          return t;
+        });
+    try {
+      List<java.util.concurrent.Future<?>> joins = new ArrayList<>();
+      for (Path h : headers) {
+        joins.add(pool.submit(() -> {
+          joinOne(fs, staged, mode, copies, base, h);
+          return null;
+        }));
       }
+      IOException first = null;
+      for (java.util.concurrent.Future<?> f : joins) {
+        try {
+          f.get();
+        } catch (java.util.concurrent.ExecutionException e) {
+          IOException io = e.getCause() instanceof IOException x ? x : new IOException(e.getCause().getMessage(),
+              e.getCause());
+          if (first == null) {
+            first = io;
+          } else {
+            first.addSuppressed(io);
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new java.io.InterruptedIOException("interrupted while joining the .npy parts under " + root);
+        }
+      }
+      if (first != null) {
+        throw first;
+      }
+    } finally {
+      pool.shutdownNow();
     }
     fs.delete(root, true);
     return headers.size();
@@ -384,29 +380,27 @@ public final class NpyPlanesInPlace implements AutoCloseable {
   /** Joins the parts beside header part {@code h} into their file (see {@link #joinParts}). */
   private static void joinOne(FileSystem fs, Path staged, Mode mode, PartsJoin copies, String base, Path h)
       throws IOException {
-    {
-      Path dir = h.getParent();
-      List<Path> ps = new ArrayList<>();
-      for (org.apache.hadoop.fs.FileStatus st : fs.listStatus(dir)) {
-        if (st.isFile() && partOrder(st.getPath().getName()) != null) {
-          ps.add(st.getPath());
-        }
+    Path dir = h.getParent();
+    List<Path> ps = new ArrayList<>();
+    for (org.apache.hadoop.fs.FileStatus st : fs.listStatus(dir)) {
+      if (st.isFile() && partOrder(st.getPath().getName()) != null) {
+        ps.add(st.getPath());
       }
-      ps.sort((a, b) -> java.util.Arrays.compare(partOrder(a.getName()), partOrder(b.getName())));
-      String relative = fs.makeQualified(dir).toUri().getPath().substring(base.length());
-      Path target = new Path(staged.toString() + "/" + relative);
-      if (mode == Mode.COPIED_PARTS) {
-        // the header is in the first part: the parts alone, in order, are the file
-        copies.join(fs, ps, target);
-        return;
-      }
-      if (!ps.isEmpty()) {
-        fs.concat(h, ps.toArray(new Path[0]));
-      }
-      fs.mkdirs(target.getParent());
-      if (!fs.rename(h, target)) {
-        throw new IOException("could not move " + h + " to " + target);
-      }
+    }
+    ps.sort((a, b) -> java.util.Arrays.compare(partOrder(a.getName()), partOrder(b.getName())));
+    String relative = fs.makeQualified(dir).toUri().getPath().substring(base.length());
+    Path target = new Path(staged.toString() + "/" + relative);
+    if (mode == Mode.COPIED_PARTS) {
+      // the header is in the first part: the parts alone, in order, are the file
+      copies.join(fs, ps, target);
+      return;
+    }
+    if (!ps.isEmpty()) {
+      fs.concat(h, ps.toArray(new Path[0]));
+    }
+    fs.mkdirs(target.getParent());
+    if (!fs.rename(h, target)) {
+      throw new IOException("could not move " + h + " to " + target);
     }
   }
 

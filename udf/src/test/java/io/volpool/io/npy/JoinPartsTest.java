@@ -72,6 +72,16 @@ class JoinPartsTest {
     assertFalse(Files.exists(tmp.resolve(NpyPlanesInPlace.PARTS)), "the parts are removed once joined");
   }
 
+  /** A parts folder with no file in it (every range task's output empty) joins nothing, and is removed. */
+  @Test
+  void anEmptyPartsFolderJoinsNothing(@TempDir Path tmp) throws Exception {
+    Files.createDirectories(tmp.resolve(NpyPlanesInPlace.PARTS + "/sub"));
+    FileSystem fs = FileSystem.getLocal(new Configuration()).getRawFileSystem();
+    assertEquals(0, NpyPlanesInPlace.joinParts(fs, new org.apache.hadoop.fs.Path(tmp.toUri()),
+        NpyPlanesInPlace.Mode.COPIED_PARTS, PartsJoin::streamed));
+    assertFalse(Files.exists(tmp.resolve(NpyPlanesInPlace.PARTS)));
+  }
+
   @Test
   void aFailedJoinFailsTheJoinNamingItsFileAfterTheOthersEnded(@TempDir Path tmp) throws Exception {
     for (int i = 0; i < FILES; i++) {
