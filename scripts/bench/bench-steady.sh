@@ -12,6 +12,8 @@
 #   same volumes' shape stored as int16 (bench-data.py --dtype int16), each with float32 and with float16 output, and
 #   int16 widened on the device (the default), and int16 to float16 once more widened by the readers on the host
 #   (-Dvolpool.cuda.widenOnDevice=false).
+#   PROFILER=PATH (libasyncProfiler.so, default none): with DTYPES=1, int16 to float16 and float32 to float32 once
+#   more each under async-profiler's wall clock; the task threads' time by frame in the log.
 #   READ_REPEAT=N (default 0: none): one more run on the uncompressed files N times over (48: 3.1 million volumes,
 #   618 GB in) through fused,avgpool3d,avgpool3d,avgpool3d, whose output is 1/96 of its input: the read side alone.
 # Besides dd's reads, dd's writes into new /dev/shm files and its copies of the input files into new ones (the job
@@ -163,6 +165,19 @@ if [ "${DTYPES:-0}" = 1 ]; then
       "--conf spark.volpool.output.dtype=float16"
     run "f32-in-f16-out-r$round" /dev/shm/long-none "$CP" fused,avgpool3d "" "--conf spark.volpool.output.dtype=float16"
   done
+  # PROFILER=.../libasyncProfiler.so: int16 to float16 and float32 to float32 once more each under async-profiler's
+  # wall clock (every thread at 5 ms), where the narrow run's task-seconds go beside the wide one's: collapsed
+  # stacks gzipped in $OUT/wall-NAME.txt.gz, the task threads' summary (scripts/bench/wall-profile.py) in the log
+  if [ -n "${PROFILER:-}" ]; then
+    for p in i16-in-f16-out f32-in-f32-out; do
+      in=/dev/shm/long-none; conf=""
+      [ "$p" = i16-in-f16-out ] && in=/dev/shm/long-i16 && conf="--conf spark.volpool.output.dtype=float16"
+      run "$p-profiled" "$in" "$CP" fused,avgpool3d \
+        "-agentpath:$PROFILER=start,event=wall,interval=5ms,threads,collapsed,file=/tmp/wall-$p.txt" "$conf"
+      python3 scripts/bench/wall-profile.py "/tmp/wall-$p.txt" 5 60 2>&1 | tee -a "$LOG"
+      gzip -c "/tmp/wall-$p.txt" >"$OUT/wall-$p.txt.gz"
+    done
+  fi
 fi
 # the read side alone, for 30 s and more: the uncompressed files READ_REPEAT times (hard links), through two more
 # pools, whose output is 1/96 of the input (2 KiB a volume), so the job writes almost nothing
