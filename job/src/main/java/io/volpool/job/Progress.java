@@ -144,7 +144,7 @@ final class Progress extends SparkListener implements AutoCloseable {
   /** The run's timeline; call after {@link #finalLine}, when the tasks have ended. */
   Timeline timeline() {
     synchronized (samples) {
-      return Timeline.of(List.copyOf(samples), total, endNanos, firstCommitNanos);
+      return Timeline.of(List.copyOf(samples), total, totalBytes, endNanos, firstCommitNanos);
     }
   }
 

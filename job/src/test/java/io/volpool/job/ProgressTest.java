@@ -105,7 +105,7 @@ class ProgressTest {
       s.add(at(t, t < 2 ? 0 : Math.min(1000, (long) Math.round((t - 2) * 100))));
     }
     s.add(at(14, 1000));
-    Timeline t = Timeline.of(s, 1000, 14_000_000_000L, 3_500_000_000L);
+    Timeline t = Timeline.of(s, 1000, -1, 14_000_000_000L, 3_500_000_000L);
     assertThat(t.firstCommitSeconds()).isEqualTo(3.5);
     assertThat(t.steadyFromSeconds()).isEqualTo(3.0); // 100 volumes, 10%
     assertThat(t.steadyToSeconds()).isEqualTo(11.0); // 900 volumes, 90%
@@ -116,12 +116,31 @@ class ProgressTest {
   }
 
   @Test
+  void oneVolumeRunAsRangesHasItsSteadyStateInBytes() {
+    // one .npy volume of 10 GB in ranges: the volume counts only when its range from plane 0 ends (at 9 s here),
+    // while the bytes grow at 1 GB/s from 1 s to 11 s; by count there is no window, by bytes 2 s to 10 s
+    List<Timeline.Sample> s = new java.util.ArrayList<>();
+    for (int i = 0; i <= 48; i++) {
+      double t = i * 0.25;
+      long bytes = t < 1 ? 0 : Math.min(10_000_000_000L, Math.round((t - 1) * 1e9));
+      s.add(new Timeline.Sample((long) (t * 1e9), t >= 9 ? 1 : 0, bytes));
+    }
+    assertThat(Timeline.of(s, 1, -1, 12_000_000_000L, 2_000_000_000L).steadyGbPerSecondIn())
+        .as("by the volume's count alone").isEqualTo(-1);
+    Timeline t = Timeline.of(s, 1, 10_000_000_000L, 12_000_000_000L, 2_000_000_000L);
+    assertThat(t.steadyFromSeconds()).isEqualTo(2.0); // 1 GB, 10%
+    assertThat(t.steadyToSeconds()).isEqualTo(10.0); // 9 GB, 90%
+    assertThat(t.steadyGbPerSecondIn()).isCloseTo(1.0, org.assertj.core.api.Assertions.within(1e-9));
+    assertThat(t.tailSeconds()).isEqualTo(2.0);
+  }
+
+  @Test
   void aRunTooShortToSampleSaysSo() {
-    Timeline t = Timeline.of(List.of(at(0.25, 0), at(0.5, 10)), 10, 600_000_000L, -1);
+    Timeline t = Timeline.of(List.of(at(0.25, 0), at(0.5, 10)), 10, -1, 600_000_000L, -1);
     assertThat(t.steadyVolumesPerSecond()).isEqualTo(-1);
     assertThat(t.firstCommitSeconds()).isEqualTo(-1);
     // the last sample at or below 90% is the one at 0.25 s: the tail runs from there to the end at 0.6 s
     assertThat(t.tailSeconds()).isCloseTo(0.35, org.assertj.core.api.Assertions.within(1e-9));
-    assertThat(Timeline.of(List.of(), 10, 0, -1).steadyVolumesPerSecond()).isEqualTo(-1);
+    assertThat(Timeline.of(List.of(), 10, -1, 0, -1).steadyVolumesPerSecond()).isEqualTo(-1);
   }
 }
