@@ -9,9 +9,14 @@
 # memory from nvidia-smi sampled every 0.2 s.
 # The volume is made by numpy as one .npy on the local disk (a repeated random block: GB/s, not hours), cut into rows
 # by the job itself (identity, output.layout=rows) into /dev/shm, and the .npy removed before the runs.
-# Env: GIB (32), DEVICE (gpu), J and CP (the staged runtime), OUT (logs: $OUT/ranges-gpu.log and summaries),
-# NPYDIR (/tmp/ranges-npy, on disk), SHM (/dev/shm/ranges).
+# Env: GIB (32), DEVICE (gpu), J and CP (the staged runtime), OUT (logs: $OUT/ranges-gpu.log, each run's log,
+# device memory and summary in $OUT/ranges-runs.tgz), NPYDIR (/tmp/ranges-npy, on disk), SHM (/dev/shm/ranges).
+# QUICK=1 leaves out the runs of the old slab sizes and of one task. READ_THREADS="N ...": rows ranges once more
+# with each number of read threads per slab run (-Dvolpool.cuda.slabReadThreads). PROFILER=.../libasyncProfiler.so:
+# ranges-r2 and many-r2 under async-profiler's wall clock, the task threads' summary in the log
+# (scripts/bench/wall-profile.py), the collapsed stacks gzipped as $OUT/wall-NAME.txt.gz.
 set -uo pipefail
+PROFILE_RUNS=" ranges-r2 many-r2 "
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 J=${J:-/tmp/stage/jre/bin/java}
 . "$(dirname "$0")/../lib/java-opens.sh"
@@ -21,6 +26,8 @@ DEVICE=${DEVICE:-gpu}
 NPYDIR=${NPYDIR:-/tmp/ranges-npy}
 SHM=${SHM:-/dev/shm/ranges}
 LOG="$OUT/ranges-gpu.log"
+QUICK=${QUICK:-0}
+RUNS="$OUT/runs"; mkdir -p "$RUNS"
 log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 rm -rf "$NPYDIR" "$SHM"; mkdir -p "$NPYDIR" "$SHM"
 C=4
@@ -41,14 +48,21 @@ log "npy written: $(du -sh "$NPYDIR" | cut -f1)"
 job() {  # job NAME SPARK_ARGS...: runs the job (JVM options in $JOB_JAVA), its log in $OUT/NAME.log, its summary line in the log
   local name=$1; shift
   local t0; t0=$(date +%s.%N)
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$OUT/$name.gpumem" 2>/dev/null &
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$RUNS/$name.gpumem" 2>/dev/null &
   local smi=$!
-  "$J" -Xmx64g $JAVA_OPENS ${JOB_JAVA:-} -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" io.volpool.job.VolpoolMain \
+  local prof=""
+  [ -n "${PROFILER:-}" ] && [ "${PROFILE_RUNS:-}" != "${PROFILE_RUNS/ $name /}" ] \
+    && prof="-agentpath:$PROFILER=start,event=wall,interval=5ms,threads,collapsed,file=/tmp/wall-$name.txt"
+  "$J" -Xmx64g $JAVA_OPENS ${JOB_JAVA:-} $prof -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" io.volpool.job.VolpoolMain \
     --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.device="$DEVICE" \
-    --conf spark.volpool.output.mode=overwrite "$@" > "$OUT/$name.log" 2>&1
+    --conf spark.volpool.output.mode=overwrite "$@" > "$RUNS/$name.log" 2>&1
   local rc=$?
   kill $smi 2>/dev/null
-  python3 - "$name" "$rc" "$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")" "$OUT" "$SHM" <<'PY' | tee -a "$LOG"
+  if [ -n "$prof" ]; then
+    python3 scripts/bench/wall-profile.py "/tmp/wall-$name.txt" 5 60 2>&1 | sed "s/^/    [$name] /" >>"$LOG"
+    gzip -c "/tmp/wall-$name.txt" >"$OUT/wall-$name.txt.gz"
+  fi
+  python3 - "$name" "$rc" "$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")" "$RUNS" "$SHM" <<'PY' | tee -a "$LOG"
 import json, sys, glob
 name, rc, secs, out, shm = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 try:
@@ -79,23 +93,34 @@ for r in 1 2; do
   rm -rf "$SHM/out-npy-ranges-r$r"
 done
 # ranges whose slabs fill the budget's share (one slab a range task, as before the slabs' aim of 256 MiB)
-JOB_JAVA=-Dvolpool.cuda.slabRunBytes=2147483647 job "npy-ranges-bigslabs" "${npy[@]}" \
-  --conf spark.volpool.output="$SHM/out-npy-ranges-bigslabs" "${pool[@]}"
-rm -rf "$SHM/out-npy-ranges-bigslabs"
-job "npy-one-task" "${npy[@]}" --conf spark.volpool.output="$SHM/out-npy-one-task" "${pool[@]}" \
-  --conf spark.volpool.input.spreadVolumes=false
-rm -rf "$SHM/out-npy-one-task" "$NPYDIR"
+if [ "$QUICK" != 1 ]; then
+  JOB_JAVA=-Dvolpool.cuda.slabRunBytes=2147483647 job "npy-ranges-bigslabs" "${npy[@]}" \
+    --conf spark.volpool.output="$SHM/out-npy-ranges-bigslabs" "${pool[@]}"
+  rm -rf "$SHM/out-npy-ranges-bigslabs"
+  job "npy-one-task" "${npy[@]}" --conf spark.volpool.output="$SHM/out-npy-one-task" "${pool[@]}" \
+    --conf spark.volpool.input.spreadVolumes=false
+  rm -rf "$SHM/out-npy-one-task"
+fi
+rm -rf "$NPYDIR"
 log "rows: $(du -sh "$SHM/rows" | cut -f1) in $(find "$SHM/rows" -name '*.parquet' | wc -l) file(s)"
 for r in 1 2; do
   job "ranges-r$r" --conf spark.volpool.input="$SHM/rows" --conf spark.volpool.output="$SHM/out-ranges-r$r" "${pool[@]}"
   rm -rf "$SHM/out-ranges-r$r"
 done
-JOB_JAVA=-Dvolpool.cuda.slabRunBytes=2147483647 job "ranges-bigslabs" --conf spark.volpool.input="$SHM/rows" \
-  --conf spark.volpool.output="$SHM/out-ranges-bigslabs" "${pool[@]}"
-rm -rf "$SHM/out-ranges-bigslabs"
-job "one-task" --conf spark.volpool.input="$SHM/rows" --conf spark.volpool.output="$SHM/out-one-task" "${pool[@]}" \
-  --conf spark.volpool.input.spreadVolumes=false
-rm -rf "$SHM/out-one-task" "$SHM/rows"
+for n in ${READ_THREADS:-}; do
+  JOB_JAVA=-Dvolpool.cuda.slabReadThreads=$n job "ranges-read$n" --conf spark.volpool.input="$SHM/rows" \
+    --conf spark.volpool.output="$SHM/out-ranges-read$n" "${pool[@]}"
+  rm -rf "$SHM/out-ranges-read$n"
+done
+if [ "$QUICK" != 1 ]; then
+  JOB_JAVA=-Dvolpool.cuda.slabRunBytes=2147483647 job "ranges-bigslabs" --conf spark.volpool.input="$SHM/rows" \
+    --conf spark.volpool.output="$SHM/out-ranges-bigslabs" "${pool[@]}"
+  rm -rf "$SHM/out-ranges-bigslabs"
+  job "one-task" --conf spark.volpool.input="$SHM/rows" --conf spark.volpool.output="$SHM/out-one-task" "${pool[@]}" \
+    --conf spark.volpool.input.spreadVolumes=false
+  rm -rf "$SHM/out-one-task"
+fi
+rm -rf "$SHM/rows"
 # the many-volume rate of the same bytes: 64 volumes [4, D/64, 512, 512] as .npy files
 python3 - "$SHM/many" "$C" "$(( D / 64 ))" <<'PY'
 import sys, os, numpy as np
@@ -126,4 +151,5 @@ import os; n = sum(os.path.getsize(f) for f in files); print(f"{n / (time.time()
 PY
 )"
 rm -rf "$SHM"
+tar -czf "$OUT/ranges-runs.tgz" -C "$OUT" runs && rm -rf "$RUNS"
 log "done"

@@ -457,7 +457,8 @@ public final class CudaBackend implements Backend {
   @Override
   public SlabRun startSlabs(SlabPlan plan, int planes, PlaneSource src, PlaneSink dst, PhaseTimes times, int device,
       int from, int to) {
-    int threads = slabReadThreads(budget.limit(), slabBytes(plan, planes), Runtime.getRuntime().availableProcessors());
+    int threads = SLAB_READ_THREADS > 0 ? SLAB_READ_THREADS
+        : slabReadThreads(budget.limit(), slabBytes(plan, planes), Runtime.getRuntime().availableProcessors());
     return new CudaSlabRun(device(device), plan, planes, src, dst, times, pinned, slabReader, threads, poison, from, to);
   }
 
@@ -471,6 +472,9 @@ public final class CudaBackend implements Backend {
     long runs = Math.max(1, Math.min(cores, budgetBytes / Math.max(1, runBytes)));
     return (int) Math.max(4, Math.min(16, cores / runs));
   }
+
+  /** {@code -Dvolpool.cuda.slabReadThreads}: read threads of every slab run (benchmarks), else 0: {@link #slabReadThreads}. */
+  static final int SLAB_READ_THREADS = Integer.getInteger("volpool.cuda.slabReadThreads", 0);
 
   /** Reads the next slab of slabbed runs while the GPU works on the current one. */
   private final java.util.concurrent.ExecutorService slabReader = java.util.concurrent.Executors.newCachedThreadPool(r -> {
