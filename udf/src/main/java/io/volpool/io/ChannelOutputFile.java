@@ -89,19 +89,23 @@ public final class ChannelOutputFile implements OutputFile {
       pos++;
     }
 
+    /**
+     * Copies {@code b} through the stream's buffer, 1 MiB at a time at most. A heap array handed to the
+     * channel whole would be copied by the JDK into a temporary direct buffer of its size (allocated, zeroed
+     * and faulted in when no cached one is as large, and kept per thread outside the memory budget).
+     */
     @Override
     public void write(byte[] b, int off, int len) throws IOException {
-      if (len >= buf.capacity()) {
-        drain();
-        ByteBuffer w = ByteBuffer.wrap(b, off, len);
-        while (w.hasRemaining()) {
-          ch.write(w);
-        }
-      } else {
-        if (len > buf.remaining()) {
+      int at = off;
+      int left = len;
+      while (left > 0) {
+        if (!buf.hasRemaining()) {
           drain();
         }
-        buf.put(b, off, len);
+        int n = Math.min(left, buf.remaining());
+        buf.put(b, at, n);
+        at += n;
+        left -= n;
       }
       pos += len;
     }

@@ -242,9 +242,11 @@ public final class ParquetBatchWriter implements AutoCloseable {
         page = gather;
         times.add(Phase.ENCODE, System.nanoTime() - tg);
       }
-      // a heap page as its array: parquet writes a ByteBuffer through Channels.newChannel, 8 KiB at a time
-      BytesInput bytes = page.hasArray() ? BytesInput.from(page.array(), page.arrayOffset() + page.position(),
-          page.remaining()) : BytesInput.from(page);
+      // a page as a ByteBuffer, heap or direct: parquet checksums it in place (crcBuffers of the page's kind). As
+      // an array, its checksum took a copy into a buffer each file's writer allocated afresh (a range's output row
+      // of 64 MiB: 64 MiB zeroed and faulted in per task), and a write of it over 1 MiB a temporary direct buffer
+      // of its size inside the JDK; as a ByteBuffer parquet writes it 8 KiB at a time into the stream's buffer
+      BytesInput bytes = BytesInput.from(page);
       if (codec != CompressionCodecName.UNCOMPRESSED) {
         long tc = System.nanoTime();
         bytes = BytesInput.copy(compressor.compress(bytes));
