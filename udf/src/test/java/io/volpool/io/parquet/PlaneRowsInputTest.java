@@ -207,6 +207,28 @@ class PlaneRowsInputTest {
   }
 
   /**
+   * Windows go forward: a read of planes whose rows a later window passed (and closed) is refused, naming
+   * the volume, where the rows before it were read row by row (before, the planes were left unread).
+   */
+  @org.junit.jupiter.api.Test
+  void aReadBehindThePassedRowsIsRefusedNotLeftUnread(@TempDir Path tmp) throws Exception {
+    List<PlaneVolume.Row> rows = new ArrayList<>(write(tmp.resolve("a.parquet"), 0, 2, CompressionCodecName.UNCOMPRESSED,
+        false));
+    rows.addAll(write(tmp.resolve("b.parquet"), 2, 4, CompressionCodecName.UNCOMPRESSED, false));
+    PlaneVolume v = new PlaneVolume("v", SHAPE, rows);
+    try (PlaneRowsInput in = new PlaneRowsInput(TensorLayout.detect(SCHEMA, null, null), new Configuration(),
+        new MemoryBudget(1L << 30), new PhaseTimes())) {
+      in.heldBytes(v);
+      try (PlaneSource src = in.open(v)) {
+        read(src, new int[] {5, 9}, false, null, "uncompressed");
+        float[] got = new float[SHAPE.c() * 2 * HW];
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> src.read(0, 2, FloatBuffer.wrap(got), 0, 2 * HW))
+            .isInstanceOf(IllegalStateException.class).hasMessageContaining("plane 0 of").hasMessageContaining("passed");
+      }
+    }
+  }
+
+  /**
    * A range of the volume (output planes whose window reads input planes [3, 9)) counts only the rows
    * it owns (from plane 4: the row [3, 4) is the range before's), reads its planes bit for bit, and
    * opens the rows past its last window so that they are checked and counted.
