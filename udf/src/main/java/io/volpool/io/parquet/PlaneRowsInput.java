@@ -505,6 +505,8 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     private int reading;
     /** What opening a row threw: every later read of the volume throws it too. */
     private RuntimeException failed;
+    /** Closed: a read still under way opens no row again (nor a file into the cleared map). */
+    private boolean closed;
 
     /** After {@link #positioned} said yes for {@code v}. */
     PositionedRows(PlaneVolume v) {
@@ -533,11 +535,18 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
      * Starts a read of planes {@code [d0, d1)}: checked against the plan, the row of {@code d0} opened, the
      * rows before it passed (after the opening, so that a file whose rows go on stays open).
      */
-    private synchronized void begin(int d0, int d1) {
+    private synchronized boolean begin(int d0, int d1) {
+      if (failed != null) {
+        throw failed;
+      }
       checkPlanned(v, d0, d1);
+      if (d0 >= d1) {
+        return false;
+      }
       rowAt(d0);
       pass(d0);
       reading++;
+      return true;
     }
 
     /**
@@ -549,6 +558,9 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     private synchronized Opened rowAt(int d) {
       if (failed != null) {
         throw failed;
+      }
+      if (closed) {
+        throw new IllegalStateException("planes of " + record() + " read after its rows were closed");
       }
       while (open.isEmpty() || open.peekLast().hi() <= d) {
         openNext();
@@ -616,7 +628,9 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
      * row by row, each opened when first needed.
      */
     private void each(int d0, int d1, RowRead part) {
-      begin(d0, d1);
+      if (!begin(d0, d1)) {
+        return;
+      }
       try {
         for (int d = d0; d < d1; ) {
           Opened o = rowAt(d);
@@ -664,6 +678,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
 
     @Override
     public synchronized void close() {
+      closed = true;
       // the slab reader waited for its reads (through interrupts); a read still in flight keeps its row's memory
       for (Opened o : open) {
         if (o.planes() instanceof WholeRow w && reading > 0) {

@@ -208,7 +208,7 @@ class PlaneRowsInputTest {
 
   /**
    * Windows go forward: a read of planes whose rows a later window passed (and closed) is refused, naming
-   * the volume, where the rows before it were read row by row (before, the planes were left unread).
+   * the volume (before, the planes were left unread); an empty read is no read.
    */
   @org.junit.jupiter.api.Test
   void aReadBehindThePassedRowsIsRefusedNotLeftUnread(@TempDir Path tmp) throws Exception {
@@ -221,6 +221,9 @@ class PlaneRowsInputTest {
       in.heldBytes(v);
       try (PlaneSource src = in.open(v)) {
         read(src, new int[] {5, 9}, false, null, "uncompressed");
+        // an empty read, even at the volume's end, reads nothing and opens no row past the last
+        src.read(SHAPE.d(), SHAPE.d(), FloatBuffer.wrap(new float[0]), 0, 0);
+        read(src, new int[] {10, 13}, false, null, "uncompressed");
         float[] got = new float[SHAPE.c() * 2 * HW];
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> src.read(0, 2, FloatBuffer.wrap(got), 0, 2 * HW))
             .isInstanceOf(IllegalStateException.class).hasMessageContaining("plane 0 of").hasMessageContaining("passed");
