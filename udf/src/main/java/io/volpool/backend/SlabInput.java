@@ -3,7 +3,6 @@ package io.volpool.backend;
 import io.volpool.op.SlabPlan;
 import io.volpool.op.VolumeShape;
 import java.nio.FloatBuffer;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 
@@ -257,17 +256,7 @@ public final class SlabInput implements AutoCloseable {
    * window (pinned memory) that is freed once this input is closed.
    */
   private void get(Future<?> f) {
-    try {
-      Waits.done(f);
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof RuntimeException r) {
-        throw r;
-      }
-      if (e.getCause() instanceof Error er) {
-        throw er;
-      }
-      throw new IllegalStateException(e.getCause());
-    }
+    Waits.done(f, "reading the next slab of " + src.record());
   }
 
   private void await() {

@@ -12,8 +12,12 @@ import java.util.concurrent.Future;
 public final class Waits {
   private Waits() {}
 
-  /** Waits until {@code f} is done, through interrupts (the flag is set again after); rethrows what it threw. */
-  public static <T> T done(Future<T> f) throws ExecutionException {
+  /**
+   * Waits until {@code f} is done, through interrupts (the flag is set again after), and rethrows what it
+   * threw: an unchecked throwable as it is, a checked one inside an {@link IllegalStateException} that
+   * names {@code what} was done.
+   */
+  public static <T> T done(Future<T> f, String what) {
     boolean interrupted = false;
     try {
       while (true) {
@@ -21,6 +25,15 @@ public final class Waits {
           return f.get();
         } catch (InterruptedException e) {
           interrupted = true;
+        } catch (ExecutionException e) {
+          Throwable c = e.getCause();
+          if (c instanceof RuntimeException r) {
+            throw r;
+          }
+          if (c instanceof Error er) {
+            throw er;
+          }
+          throw new IllegalStateException(what + ": " + c, c);
         }
       }
     } finally {

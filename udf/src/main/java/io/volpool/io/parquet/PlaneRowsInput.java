@@ -12,7 +12,6 @@ import io.volpool.memory.MemoryBudget;
 import io.volpool.memory.MemoryBudgetException;
 import io.volpool.op.VolumeShape;
 import java.util.List;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -216,17 +215,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
 
   /** Waits for {@code f} (through interrupts: it writes into a buffer freed after), rethrowing what it threw. */
   private static <T> T join(Future<T> f, String record) {
-    try {
-      return io.volpool.backend.Waits.done(f);
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof RuntimeException re) {
-        throw re;
-      }
-      if (e.getCause() instanceof Error er) {
-        throw er;
-      }
-      throw new IllegalStateException("reading a row of " + record + ": " + e.getCause(), e.getCause());
-    }
+    return io.volpool.backend.Waits.done(f, "reading a row of " + record);
   }
 
   /**
