@@ -203,6 +203,14 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     return new Source(v);
   }
 
+  /** Counts row {@code r} of {@code v} read, {@code stored} bytes: a row in the halo of two ranges by the first only. */
+  private void count(PlaneVolume v, PlaneVolume.Row r, long stored) {
+    if (v.owns(r)) {
+      rowsRead.incrementAndGet();
+      storedRead.addAndGet(stored);
+    }
+  }
+
   /** Fails unless the rows planned for {@code v} (this task's) hold planes {@code [d0, d1)}. */
   private static void checkPlanned(PlaneVolume v, int d0, int d1) {
     PlaneVolume.Row firstListed = v.rows().get(0);
@@ -373,11 +381,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
       try {
         VolumeSource src = row(v, r);
         src.copyTo(buf.sink(bytes));
-        if (v.owns(r)) {
-          // a row in the halo of two ranges of a volume is counted by the first
-          rowsRead.incrementAndGet();
-          storedRead.addAndGet(src.storedBytes());
-        }
+        count(v, r, src.storedBytes());
         return new Loaded(buf, r.d0(), r.d1());
       } catch (RuntimeException | Error e) {
         giveBack(buf);
@@ -600,11 +604,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
           planes = new WholeRow(row, r);
         }
         next++;
-        if (v.owns(r)) {
-          // a row in the halo of two ranges of a volume is counted by the first
-          rowsRead.incrementAndGet();
-          storedRead.addAndGet(stored);
-        }
+        count(v, r, stored);
         open.addLast(new Opened(r.d0(), r.d1(), path, planes));
       } catch (RuntimeException e) {
         failed = e;
