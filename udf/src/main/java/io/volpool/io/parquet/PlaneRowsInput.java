@@ -526,20 +526,21 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
 
     /**
      * Starts a read of planes {@code [d0, d1)}: checked against the plan, the row of {@code d0} opened, the
-     * rows before it passed (after the opening, so that a file whose rows go on stays open).
+     * rows before it passed (after the opening, so that a file whose rows go on stays open); that row, or
+     * null for an empty read.
      */
-    private synchronized boolean begin(int d0, int d1) {
+    private synchronized Opened begin(int d0, int d1) {
       if (failed != null) {
         throw failed;
       }
       checkPlanned(v, d0, d1);
       if (d0 >= d1) {
-        return false;
+        return null;
       }
-      rowAt(d0);
+      Opened first = rowAt(d0);
       pass(d0);
       reading++;
-      return true;
+      return first;
     }
 
     /**
@@ -617,12 +618,15 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
      * row by row, each opened when first needed.
      */
     private void each(int d0, int d1, RowRead part) {
-      if (!begin(d0, d1)) {
+      Opened o = begin(d0, d1);
+      if (o == null) {
         return;
       }
       try {
         for (int d = d0; d < d1; ) {
-          Opened o = rowAt(d);
+          if (d >= o.hi()) {
+            o = rowAt(d);
+          }
           int b = Math.min(d1, o.hi());
           part.read(o, d - o.lo(), b - o.lo(), (d - d0) * hw);
           d = b;
