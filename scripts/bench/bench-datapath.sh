@@ -8,6 +8,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 J=/tmp/stage/jre/bin/java
 . "$(dirname "$0")/../lib/java-opens.sh"
+. "$(dirname "$0")/../lib/wall-profile.sh"
 CP="$(ls /tmp/stage/lib/*.jar | grep -v -e console-standalone -e -tests.jar | tr '\n' ':')"
 LOG="$OUT/datapath.log"
 SUM="$OUT/summaries.jsonl"
@@ -93,10 +94,10 @@ for round in 1 2; do
 done
 if [ -n "${PROFILER:-}" ]; then
   # the uncompressed pipeline once more under async-profiler's wall clock (PROFILER: libasyncProfiler.so), every
-  # thread at 5 ms: collapsed stacks in $OUT/wall-datapath.txt, the task threads' summary in the log
-  JOB_JAVA_OPTS="-agentpath:$PROFILER=start,event=wall,interval=5ms,threads,collapsed,file=$OUT/wall-datapath.txt" \
+  # thread at 5 ms: collapsed stacks in $OUT/wall-datapath.txt.gz, the task threads' summary in the log
+  JOB_JAVA_OPTS=$(wall_profile_opt /tmp/wall-datapath.txt) \
     job gpu-pipeline-uncompressed-profiled /dev/shm/ref-none /dev/shm/o1 fused,avgpool3d gpu 8g
-  python3 scripts/bench/wall-profile.py "$OUT/wall-datapath.txt" 5 2>&1 | head -60 | tee -a "$LOG"
+  wall_profile_report /tmp/wall-datapath.txt datapath | tee -a "$LOG"
 fi
 if [ "$QUICK" = 1 ]; then
   rm -rf /dev/shm/o1 /dev/shm/ref-*

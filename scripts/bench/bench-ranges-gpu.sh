@@ -16,10 +16,10 @@
 # ranges-r2 and many-r2 under async-profiler's wall clock, the task threads' summary in the log
 # (scripts/bench/wall-profile.py), the collapsed stacks gzipped as $OUT/wall-NAME.txt.gz.
 set -uo pipefail
-PROFILE_RUNS=" ranges-r2 many-r2 "
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 J=${J:-/tmp/stage/jre/bin/java}
 . "$(dirname "$0")/../lib/java-opens.sh"
+. "$(dirname "$0")/../lib/wall-profile.sh"
 CP=${CP:-"$(ls /tmp/stage/lib/*.jar | grep -v -e console-standalone -e -tests.jar | tr '\n' ':')"}
 GIB=${GIB:-32}
 DEVICE=${DEVICE:-gpu}
@@ -51,16 +51,14 @@ job() {  # job NAME SPARK_ARGS...: runs the job (JVM options in $JOB_JAVA), its 
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$RUNS/$name.gpumem" 2>/dev/null &
   local smi=$!
   local prof=""
-  [ -n "${PROFILER:-}" ] && [ "${PROFILE_RUNS:-}" != "${PROFILE_RUNS/ $name /}" ] \
-    && prof="-agentpath:$PROFILER=start,event=wall,interval=5ms,threads,collapsed,file=/tmp/wall-$name.txt"
+  case "$name" in ranges-r2|many-r2) [ -n "${PROFILER:-}" ] && prof=$(wall_profile_opt "/tmp/wall-$name.txt") ;; esac
   "$J" -Xmx64g $JAVA_OPENS ${JOB_JAVA:-} $prof -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" io.volpool.job.VolpoolMain \
     --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.device="$DEVICE" \
     --conf spark.volpool.output.mode=overwrite "$@" > "$RUNS/$name.log" 2>&1
   local rc=$?
   kill $smi 2>/dev/null
   if [ -n "$prof" ]; then
-    python3 scripts/bench/wall-profile.py "/tmp/wall-$name.txt" 5 60 2>&1 | sed "s/^/    [$name] /" >>"$LOG"
-    gzip -c "/tmp/wall-$name.txt" >"$OUT/wall-$name.txt.gz"
+    wall_profile_report "/tmp/wall-$name.txt" "$name" | sed "s/^/    [$name] /" >>"$LOG"
   fi
   python3 - "$name" "$rc" "$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")" "$RUNS" "$SHM" <<'PY' | tee -a "$LOG"
 import json, sys, glob

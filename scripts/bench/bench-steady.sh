@@ -28,6 +28,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 J=${J:-/tmp/stage/jre/bin/java}
 . "$(dirname "$0")/../lib/java-opens.sh"
+. "$(dirname "$0")/../lib/wall-profile.sh"
 CP=${CP:-"$(ls /tmp/stage/lib/*.jar | grep -v -e console-standalone -e -tests.jar | tr '\n' ':')"}
 LOG="$OUT/steady.log"
 SUM="$OUT/steady.jsonl"
@@ -172,10 +173,8 @@ if [ "${DTYPES:-0}" = 1 ]; then
     for p in i16-in-f16-out f32-in-f32-out; do
       in=/dev/shm/long-none; conf=""
       [ "$p" = i16-in-f16-out ] && in=/dev/shm/long-i16 && conf="--conf spark.volpool.output.dtype=float16"
-      run "$p-profiled" "$in" "$CP" fused,avgpool3d \
-        "-agentpath:$PROFILER=start,event=wall,interval=5ms,threads,collapsed,file=/tmp/wall-$p.txt" "$conf"
-      python3 scripts/bench/wall-profile.py "/tmp/wall-$p.txt" 5 60 2>&1 | tee -a "$LOG"
-      gzip -c "/tmp/wall-$p.txt" >"$OUT/wall-$p.txt.gz"
+      run "$p-profiled" "$in" "$CP" fused,avgpool3d "$(wall_profile_opt "/tmp/wall-$p.txt")" "$conf"
+      wall_profile_report "/tmp/wall-$p.txt" "$p" | tee -a "$LOG"
     done
   fi
 fi
