@@ -10,8 +10,12 @@ import io.volpool.op.VolumeShape;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import io.volpool.memory.BufferPool;
 import java.util.ArrayDeque;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Set;
 import java.util.function.LongConsumer;
 
 /**
@@ -19,10 +23,12 @@ import java.util.function.LongConsumer;
  * last may be shorter) as its slabs finish, each a {@link BatchRunner.Finished} of one row with its
  * plane range: the output streams out row by row and is never made whole, whatever its size. Row
  * buffers count against the budget (forced: the rows already being written must not wait for the
- * rows behind them) from when they are filled until the caller is done with them. A row the caller
- * is done with is filled again as the next row of its size (still counted): a range's rows are all of
- * one size but its last, and a fresh heap row each time was 16 MiB zeroed, faulted in and collected
- * (2.0 of 47 task-s of a 32 GiB volume's range tasks on the H100). Driven by one task thread.
+ * rows behind them) from when they are filled until the caller is done with them. Rows come from the
+ * budget's pool of heap buffers ({@link MemoryBudget#heapBuffers}) and go back to it once the caller is
+ * done, so the next row of their size, in this task or another, fills them again: a range task's one
+ * output row of 64 MiB, fresh each time, was zeroed, faulted in and collected for every task (3.4 of
+ * 45 busy task-s of a 32 GiB volume's 64 range tasks on the H100). A row the pool cannot give at once
+ * is allocated beside it (forced, as before) and dropped after. Driven by one task thread.
  */
 final class OutputRows implements PlaneSink {
   private final VolumeSource first;
@@ -42,10 +48,9 @@ final class OutputRows implements PlaneSink {
   private long done;
   /** The row handed out at the last poll: the caller's until the next. */
   private ByteBuffer handedOut;
-  /** Rows the caller is done with (two at most), kept for the next rows of their size. */
-  private final ArrayDeque<ByteBuffer> spares = new ArrayDeque<>(2);
-  /** Bytes of rows being filled, ready, handed out or spare: what this sink holds of the budget. */
-  private long held;
+  private final BufferPool<Long, ByteBuffer> pool;
+  /** Rows allocated beside the pool (forced on the budget when it had no room), released when given back. */
+  private final Set<ByteBuffer> forced = Collections.newSetFromMap(new IdentityHashMap<>());
 
   /**
    * @param first the input row whose pass-through columns every output row carries
@@ -67,6 +72,7 @@ final class OutputRows implements PlaneSink {
     this.rowPlanes = rowPlanes;
     this.ohw = out.h() * out.w();
     this.budget = budget;
+    this.pool = budget.heapBuffers();
     this.planesDone = planesDone;
   }
 
@@ -99,18 +105,7 @@ final class OutputRows implements PlaneSink {
       if (row == null) {
         r0 = d;
         rn = Math.min(rowPlanes, end - d);
-        long bytes = rowBytes(out, dtype, rn);
-        if (!spares.isEmpty() && spares.peek().capacity() == bytes) {
-          row = spares.poll(); // every byte is written again: each channel's planes here, the length prefix by the writer
-          row.clear();
-        } else {
-          while (!spares.isEmpty()) {
-            drop(spares.poll());
-          }
-          budget.forceAcquire(bytes, MemoryBudget.Use.BATCHES);
-          held += bytes;
-          row = ByteBuffer.allocate((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
-        }
+        row = take(rowBytes(out, dtype, rn));
       }
       int n = Math.min(o1, r0 + rn) - d;
       for (int c = 0; c < out.c(); c++) {
@@ -130,15 +125,11 @@ final class OutputRows implements PlaneSink {
 
   /**
    * The next finished row (valid until the next call), or null when none is ready; the row handed
-   * out before becomes a spare (the older of two spares goes back to the budget: rows that do not end
-   * with a slab take two in turn).
+   * out before goes back.
    */
   BatchRunner.Finished poll() {
     if (handedOut != null) {
-      if (spares.size() == 2) {
-        drop(spares.poll());
-      }
-      spares.add(handedOut);
+      giveBack(handedOut);
       handedOut = null;
     }
     BatchRunner.Finished f = ready.poll();
@@ -148,18 +139,43 @@ final class OutputRows implements PlaneSink {
     return f;
   }
 
-  private void drop(ByteBuffer spare) {
-    budget.release(spare.capacity(), MemoryBudget.Use.BATCHES);
-    held -= spare.capacity();
+  /**
+   * A row of {@code bytes}: an idle one of the pool, a new one of the pool when the budget has room now,
+   * else one beside it (forced: a row larger than one request, or no room). Every byte of it is written
+   * again: each channel's planes here, the length prefix by the writer.
+   */
+  private ByteBuffer take(long bytes) {
+    ByteBuffer b = bytes <= budget.maxRequest() ? pool.take(bytes, false, () -> "an output row") : null;
+    if (b == null) {
+      budget.forceAcquire(bytes, MemoryBudget.Use.BATCHES);
+      b = ByteBuffer.allocate(Math.toIntExact(bytes)).order(ByteOrder.LITTLE_ENDIAN);
+      forced.add(b);
+    }
+    b.clear();
+    return b;
   }
 
-  /** Gives every row buffer back to the budget; safe to call twice. */
+  private void giveBack(ByteBuffer b) {
+    if (forced.remove(b)) {
+      budget.release(b.capacity(), MemoryBudget.Use.BATCHES);
+    } else {
+      pool.give((long) b.capacity(), b);
+    }
+  }
+
+  /** Gives every row buffer back (the row being filled, those ready, the one handed out); safe to call twice. */
   void close() {
-    budget.release(held, MemoryBudget.Use.BATCHES);
-    held = 0;
+    if (row != null) {
+      giveBack(row);
+      row = null;
+    }
+    for (BatchRunner.Finished f : ready) {
+      giveBack(f.output());
+    }
     ready.clear();
-    row = null;
-    handedOut = null;
-    spares.clear();
+    if (handedOut != null) {
+      giveBack(handedOut);
+      handedOut = null;
+    }
   }
 }

@@ -1,6 +1,8 @@
 package io.volpool.memory;
 
 import io.volpool.conf.VolpoolOptions;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Supplier;
@@ -38,6 +40,7 @@ public final class MemoryBudget {
   private long batches;
   private long peak;
   private final List<Runnable> evictors = new CopyOnWriteArrayList<>();
+  private BufferPool<Long, ByteBuffer> heapBuffers;
 
   public MemoryBudget(long limit) {
     this(limit, SETTING, "host memory");
@@ -113,6 +116,34 @@ public final class MemoryBudget {
   /** The largest single request of either use that can ever be granted. */
   public long maxRequest() {
     return limit / 2;
+  }
+
+  /**
+   * Heap buffers (little-endian) by their exact size, pooled against this budget: counted while they
+   * exist, idle or not, and dropped when a request finds no room. For buffers that tasks allocate again
+   * and again at one size (a slabbed volume's output rows, up to 2 GiB each): each was zeroed, faulted
+   * in and collected afresh.
+   */
+  public synchronized BufferPool<Long, ByteBuffer> heapBuffers() {
+    if (heapBuffers == null) {
+      heapBuffers = new BufferPool<>(this, new BufferPool.Allocator<>() {
+        @Override
+        public long bytes(Long key) {
+          return key;
+        }
+
+        @Override
+        public ByteBuffer allocate(Long key) {
+          return ByteBuffer.allocate(Math.toIntExact(key)).order(ByteOrder.LITTLE_ENDIAN);
+        }
+
+        @Override
+        public void free(ByteBuffer buffer) {
+          // heap: the collector takes it
+        }
+      });
+    }
+    return heapBuffers;
   }
 
   /** Pools register a way to drop their idle buffers when a request finds no room. */

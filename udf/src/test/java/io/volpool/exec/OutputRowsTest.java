@@ -100,8 +100,41 @@ class OutputRowsTest {
     assertThat(buffers).hasSize(3);
     assertThat(most).isLessThanOrEqualTo(3 * rowBytes);
     rows.close();
-    assertThat(budget.used()).isZero();
     rows.close();
+    // the rows went back to the budget's pool, still counted: the next task's rows are these
+    long shorter = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 2);
+    assertThat(budget.used()).isEqualTo(2 * rowBytes + shorter);
+    OutputRows next = new OutputRows(FIRST, OUT, Dtype.FLOAT32, rowPlanes, budget, null, done -> { });
+    next.write(0, 3, slab(0, 3));
+    BatchRunner.Finished f = next.poll();
+    assertThat(buffers).containsKey(f.output());
+    assertThat(f.output().getFloat(ParquetBatchWriter.GAP + 4)).isEqualTo(value(0, 0, 1));
+    next.close();
+    budget.heapBuffers().evictIdle();
+    assertThat(budget.used()).isZero();
+  }
+
+  @Test
+  void aRowTheBudgetHasNoRoomForIsAllocatedBesideThePoolAndReleased() {
+    long rowBytes = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 3);
+    // room for one row of the pool beside another task's byte; the second row is forced beyond the limit, as rows
+    // always were
+    MemoryBudget budget = new MemoryBudget(2 * rowBytes);
+    budget.forceAcquire(1, MemoryBudget.Use.BATCHES);
+    OutputRows rows = new OutputRows(FIRST, OUT, Dtype.FLOAT32, 3, budget, null, done -> { });
+    rows.write(0, 4, slab(0, 4)); // fills row [0, 3) and starts [3, 6)
+    assertThat(budget.used()).isEqualTo(1 + 2 * rowBytes);
+    BatchRunner.Finished first = rows.poll();
+    assertThat(first.planes()[0]).containsExactly(0, 3);
+    rows.write(4, 6, slab(4, 6));
+    BatchRunner.Finished second = rows.poll();
+    assertThat(second.output().getFloat(ParquetBatchWriter.GAP)).isEqualTo(value(0, 3, 0));
+    rows.poll();
+    rows.close();
+    // the pooled row idles, counted; the forced one is gone from the budget
+    assertThat(budget.used()).isEqualTo(1 + rowBytes);
+    budget.heapBuffers().evictIdle();
+    budget.release(1, MemoryBudget.Use.BATCHES);
     assertThat(budget.used()).isZero();
   }
 }
