@@ -51,6 +51,7 @@ import org.apache.parquet.schema.Type;
  */
 public final class ParquetVolumeInput implements VolumeInput {
   private final List<ParquetSplit> splits;
+  private final FooterCache footers;
   private final TensorLayout layout;
   private final InputRescale rescale;
   private final Configuration conf;
@@ -101,6 +102,13 @@ public final class ParquetVolumeInput implements VolumeInput {
   /** The input of {@code splits}, each value rescaled as {@code rescale} says for its row. */
   public ParquetVolumeInput(List<ParquetSplit> splits, TensorLayout layout, InputRescale rescale, Configuration conf,
       PhaseTimes times) {
+    this(splits, layout, rescale, conf, times, null);
+  }
+
+  /** As above, the files' footers from {@code footers} (parsed once for many inputs of one file's splits), if not null. */
+  ParquetVolumeInput(List<ParquetSplit> splits, TensorLayout layout, InputRescale rescale, Configuration conf,
+      PhaseTimes times, FooterCache footers) {
+    this.footers = footers;
     this.splits = splits;
     this.rescale = rescale;
     this.layout = layout;
@@ -379,8 +387,12 @@ public final class ParquetVolumeInput implements VolumeInput {
     split = s;
     Path p = new Path(s.path());
     try {
-      ParquetReadOptions opts = HadoopReadOptions.builder(conf, p).withRange(s.start(), s.start() + s.length()).build();
-      rows = new ParquetFileReader(Files2.parquet(p, conf), opts);
+      if (footers != null) {
+        rows = footers.open(s, p, Files2.parquet(p, conf), conf);
+      } else {
+        ParquetReadOptions opts = HadoopReadOptions.builder(conf, p).withRange(s.start(), s.start() + s.length()).build();
+        rows = new ParquetFileReader(Files2.parquet(p, conf), opts);
+      }
       MessageType fileSchema = rows.getFooter().getFileMetaData().getSchema();
       checkSchema(fileSchema, s.path());
       blocks = rows.getRowGroups();

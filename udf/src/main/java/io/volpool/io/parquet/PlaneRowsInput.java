@@ -45,6 +45,8 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
   private final AtomicLong storedRead = new AtomicLong();
   private ExecutorService ahead;
   private ParquetVolumeInput cur;
+  /** The rows' files' footers, each parsed once: every row is a split (row group) of its own. */
+  private final FooterCache footers = new FooterCache();
   private ParquetSplit curSplit;
   private long curNext;
   /** The plan's row that {@link #row} returned last, and the reader's row for it. */
@@ -105,7 +107,7 @@ public final class PlaneRowsInput implements io.volpool.io.SlabbedInput<PlaneVol
     PhaseTimes t = aheadTimes;
     if (cur == null || !r.split().equals(curSplit) || r.row() < curNext) {
       closeCurrent();
-      cur = new ParquetVolumeInput(List.of(r.split()), layout, rescale, conf, t);
+      cur = new ParquetVolumeInput(List.of(r.split()), layout, rescale, conf, t, footers);
       curSplit = r.split();
       curNext = 0;
     }
