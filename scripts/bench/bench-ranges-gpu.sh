@@ -17,7 +17,7 @@
 # rows' runs.
 # Env: GIB (32), DEVICE (gpu), J and CP (the staged runtime), OUT (logs: $OUT/ranges-gpu.log, each run's log,
 # device memory and summary in $OUT/ranges-runs.tgz), NPYDIR (/tmp/ranges-npy, on disk), SHM (/dev/shm/ranges).
-# QUICK=1 leaves out the runs of the old slab sizes and of one task. READ_THREADS="N ...": rows ranges once more
+# QUICK=1 leaves out the runs of the old slab sizes and of one task. ROUNDS (2): runs of each kind, back to back. READ_THREADS="N ...": rows ranges once more
 # with each number of read threads per slab run (-Dvolpool.cuda.slabReadThreads). PROFILER=.../libasyncProfiler.so:
 # ranges-r2, npy4-ranges-r2 and many4-r2 under async-profiler's wall clock, the task threads' summary in the log
 # (scripts/bench/wall-profile.py), the collapsed stacks gzipped as $OUT/wall-NAME.txt.gz.
@@ -33,6 +33,7 @@ NPYDIR=${NPYDIR:-/tmp/ranges-npy}
 SHM=${SHM:-/dev/shm/ranges}
 LOG="$OUT/ranges-gpu.log"
 QUICK=${QUICK:-0}
+ROUNDS=${ROUNDS:-2}
 RUNS="$OUT/runs"; mkdir -p "$RUNS"
 log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 rm -rf "$NPYDIR" "$SHM"; mkdir -p "$NPYDIR/one" "$SHM"
@@ -89,7 +90,7 @@ pool=(--conf spark.volpool.pipeline=avgpool3d --conf spark.volpool.avgpool3d.ker
   --conf spark.volpool.avgpool3d.padding=1)
 npy=(--conf spark.volpool.input="$NPYDIR/one" --conf spark.volpool.input.format=npy --conf spark.volpool.output.format=parquet
   --conf spark.volpool.output.layout=rows)
-for r in 1 2; do
+for r in $(seq 1 "$ROUNDS"); do
   job "npy-ranges-r$r" "${npy[@]}" --conf spark.volpool.output="$SHM/out-npy-ranges-r$r" "${pool[@]}"
   rm -rf "$SHM/out-npy-ranges-r$r"
 done
@@ -97,7 +98,7 @@ done
 mkdir -p "$NPYDIR/four"
 ln "$NPYDIR/one/big.npy" "$NPYDIR/four/big.npy"
 for k in 1 2 3; do mkdir -p "$NPYDIR/four/again$k" && ln "$NPYDIR/one/big.npy" "$NPYDIR/four/again$k/big.npy"; done
-for r in 1 2; do
+for r in $(seq 1 "$ROUNDS"); do
   job "npy4-ranges-r$r" "${npy[@]}" --conf spark.volpool.input="$NPYDIR/four" \
     --conf spark.volpool.output="$SHM/out-npy4-ranges-r$r" "${pool[@]}"
   rm -rf "$SHM/out-npy4-ranges-r$r"
@@ -116,7 +117,7 @@ job rows --conf spark.volpool.input="$NPYDIR/one" --conf spark.volpool.input.for
   --conf spark.volpool.output.rowBytes=16m --conf spark.volpool.output.compression=none
 rm -rf "$NPYDIR"
 log "rows: $(du -sh "$SHM/rows" | cut -f1) in $(find "$SHM/rows" -name '*.parquet' | wc -l) file(s)"
-for r in 1 2; do
+for r in $(seq 1 "$ROUNDS"); do
   job "ranges-r$r" --conf spark.volpool.input="$SHM/rows" --conf spark.volpool.output="$SHM/out-ranges-r$r" "${pool[@]}"
   rm -rf "$SHM/out-ranges-r$r"
 done
@@ -152,7 +153,7 @@ for k in 1 2 3; do
 done
 log "many volumes: $(du -sh "$SHM/many" | cut -f1) in $(ls "$SHM/many/one" | grep -c npy) .npy files; listed 4 times (hard links): $(find "$SHM/many/four" -name '*.npy' | wc -l) volumes"
 for n in 1 4; do
-  for r in 1 2; do
+  for r in $(seq 1 "$ROUNDS"); do
     job "many$n-r$r" --conf spark.volpool.input="$SHM/many/$([ $n = 1 ] && echo one || echo four)" \
       --conf spark.volpool.input.format=npy --conf spark.volpool.output="$SHM/out-many$n-r$r" "${pool[@]}"
     rm -rf "$SHM/out-many$n-r$r"
