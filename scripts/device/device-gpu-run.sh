@@ -26,11 +26,14 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
     --reports-dir "${JUNIT_REPORTS:-/tmp/junit}" 2>&1 | tee "$OUT/gpu-tests.log" | grep -vE '^\s+at ' | tail -60
 fi
 if [ "$what" = jobtests ]; then
-  # the launcher on the class path itself (not -jar), so tests that start a child JVM can pass java.class.path on
-  "$J" -Xmx10g $OPENS -Dvolpool.golden="$GOLDEN" -Dvolpool.golden.project="${PROJECT_GOLDEN:-udf/src/test/resources/golden}" -Dvolpool.test.device=gpu -Dvolpool.cuda.widenOnDevice=${WIDEN_ON_DEVICE:-true} -Dvolpool.test.opens="$OPENS" \
+  # the launcher on the class path itself (not -jar), so tests that start a child JVM can pass java.class.path on;
+  # in job/, as Maven runs them (tests name ../conf, ../airflow: from the repository's root they missed, 2026-12-06)
+  abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+  golden=$(abs "$GOLDEN"); project=$(abs "${PROJECT_GOLDEN:-udf/src/test/resources/golden}")
+  (cd job && "$J" -Xmx10g $OPENS -Dvolpool.golden="$golden" -Dvolpool.golden.project="$project" -Dvolpool.test.device=gpu -Dvolpool.cuda.widenOnDevice=${WIDEN_ON_DEVICE:-true} -Dvolpool.test.opens="$OPENS" \
     -cp "$CPALL$(ls "$LIB"/junit-platform-console-standalone-*.jar)" org.junit.platform.console.ConsoleLauncher \
     execute ${JOB_TEST_CLASSES:---scan-class-path $(ls "$LIB"/volpool-job-*-tests.jar)} --details=summary \
-    --disable-banner --reports-dir "${JUNIT_REPORTS:-/tmp/junit-job}" 2>&1 | tee "$OUT/gpu-job-tests.log" | grep -vE '^\s+at ' | tail -40
+    --disable-banner --reports-dir "${JUNIT_REPORTS:-/tmp/junit-job}" 2>&1) | tee "$OUT/gpu-job-tests.log" | grep -vE '^\s+at ' | tail -40
 fi
 if [ "$what" = datapath ]; then
   "$J" -Xmx24g -cp "$CPALL" io.volpool.bench.GpuBench conf/models/fused_seed.safetensors --only host 2>&1 | tee "$OUT/gpu-bench.log"
