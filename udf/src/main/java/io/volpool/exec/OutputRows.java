@@ -22,13 +22,14 @@ import java.util.function.LongConsumer;
  * Cuts the output planes of a slabbed volume into output rows of {@code rowPlanes} whole planes (the
  * last may be shorter) as its slabs finish, each a {@link BatchRunner.Finished} of one row with its
  * plane range: the output streams out row by row and is never made whole, whatever its size. Row
- * buffers count against the budget (forced: the rows already being written must not wait for the
- * rows behind them) from when they are filled until the caller is done with them. Rows come from the
+ * buffers count against the budget, and never wait for it (the rows already being written must not wait
+ * for the rows behind them), from when they are filled until the caller is done with them. Rows come from the
  * budget's pool of heap buffers ({@link MemoryBudget#heapBuffers}) and go back to it once the caller is
  * done, so the next row of their size, in this task or another, fills them again: a range task's one
  * output row of 64 MiB, fresh each time, was zeroed, faulted in and collected for every task (3.4 of
  * 45 busy task-s of a 32 GiB volume's 64 range tasks on the H100). A row the pool cannot give at once
- * is allocated beside it (forced, as before) and dropped after. Driven by one task thread.
+ * (no idle one, and no room without dropping other buffers) is allocated beside it, forced, and dropped
+ * after. Driven by one task thread.
  */
 final class OutputRows implements PlaneSink {
   private final VolumeSource first;
@@ -140,15 +141,21 @@ final class OutputRows implements PlaneSink {
   }
 
   /**
-   * A row of {@code bytes}: an idle one of the pool, a new one of the pool when the budget has room now,
-   * else one beside it (forced: a row larger than one request, or no room). Every byte of it is written
-   * again: each channel's planes here, the length prefix by the writer.
+   * A row of {@code bytes}: an idle one of the pool, a new one of the pool when the budget has room as it
+   * stands (no other pool's idle buffers dropped for it: rows were forced before they were pooled), else one
+   * beside it, forced. Every byte of it is written again: each channel's planes here, the length prefix by
+   * the writer.
    */
   private ByteBuffer take(long bytes) {
-    ByteBuffer b = bytes <= budget.maxRequest() ? pool.take(bytes, false, () -> "an output row") : null;
+    ByteBuffer b = pool.takeIfRoom(bytes);
     if (b == null) {
       budget.forceAcquire(bytes, MemoryBudget.Use.BATCHES);
-      b = ByteBuffer.allocate(Math.toIntExact(bytes)).order(ByteOrder.LITTLE_ENDIAN);
+      try {
+        b = ByteBuffer.allocate(Math.toIntExact(bytes)).order(ByteOrder.LITTLE_ENDIAN);
+      } catch (RuntimeException | Error e) {
+        budget.release(bytes, MemoryBudget.Use.BATCHES);
+        throw e;
+      }
       forced.add(b);
     }
     b.clear();

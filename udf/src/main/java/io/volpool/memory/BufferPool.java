@@ -90,6 +90,21 @@ public final class BufferPool<K, T> implements AutoCloseable {
     }
   }
 
+  /**
+   * A buffer for {@code key} without touching anything else: an idle one, or a new one when the budget has
+   * room as it stands (no pool is asked to drop idle buffers for it); else null at once.
+   */
+  public T takeIfRoom(K key) {
+    long bytes = allocator.bytes(key);
+    synchronized (this) {
+      T t = poll(key);
+      if (t != null) {
+        return t;
+      }
+    }
+    return budget.tryAcquire(bytes, MemoryBudget.Use.BATCHES) ? allocate(key, bytes) : null;
+  }
+
   /** An idle buffer of {@code key}, counted as out, or null; holding the lock. */
   private T poll(K key) {
     if (closed) {

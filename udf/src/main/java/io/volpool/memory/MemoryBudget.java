@@ -210,6 +210,23 @@ public final class MemoryBudget {
     return true;
   }
 
+  /**
+   * Takes {@code bytes} for {@code use} if they fit as things stand, without asking any pool to drop idle
+   * buffers and without waiting; false when they do not fit.
+   */
+  public synchronized boolean tryAcquire(long bytes, Use use) {
+    if (bytes > maxRequest() || !fits(bytes, use)) {
+      return false;
+    }
+    if (use == Use.PAGES) {
+      pages += bytes;
+    } else {
+      batches += bytes;
+    }
+    peak = Math.max(peak, pages + batches);
+    return true;
+  }
+
   /** Takes {@code bytes} now even beyond the limit (small pages that must be read in the middle of a value). */
   public synchronized void forceAcquire(long bytes, Use use) {
     if (use == Use.PAGES) {

@@ -115,6 +115,50 @@ class OutputRowsTest {
   }
 
   @Test
+  void closingMidVolumeGivesBackTheReadyRowAndTheOneBeingFilled() {
+    long rowBytes = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 3);
+    MemoryBudget budget = new MemoryBudget(1L << 30);
+    OutputRows rows = new OutputRows(FIRST, OUT, Dtype.FLOAT32, 3, budget, null, done -> { });
+    rows.write(0, 5, slab(0, 5)); // row [0, 3) ready, never polled; row [3, 6) being filled (a task failing here)
+    assertThat(budget.used()).isEqualTo(2 * rowBytes);
+    rows.close();
+    rows.close();
+    budget.heapBuffers().evictIdle();
+    assertThat(budget.used()).isZero();
+  }
+
+  @Test
+  void aRowWithNoRoomDropsNoOtherIdleBuffer() {
+    long rowBytes = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 3);
+    MemoryBudget budget = new MemoryBudget(4 * rowBytes);
+    // an idle buffer of another size in the pool (another task's row), and another task holding the rest
+    ByteBuffer other = budget.heapBuffers().takeIfRoom(2 * rowBytes);
+    budget.heapBuffers().give(2 * rowBytes, other);
+    budget.forceAcquire(rowBytes + 1, MemoryBudget.Use.BATCHES);
+    OutputRows rows = new OutputRows(FIRST, OUT, Dtype.FLOAT32, 3, budget, null, done -> { });
+    rows.write(0, 3, slab(0, 3));
+    assertThat(rows.poll().output().getFloat(ParquetBatchWriter.GAP)).isEqualTo(value(0, 0, 0));
+    rows.close();
+    // the row was forced beside the pool, and the other buffer is still there, idle
+    assertThat(budget.heapBuffers().takeIfRoom(2 * rowBytes)).isSameAs(other);
+  }
+
+  @Test
+  void aRowLargerThanOneRequestIsForcedAndReleased() {
+    long rowBytes = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 3);
+    MemoryBudget budget = new MemoryBudget(rowBytes); // one request: half of it
+    OutputRows rows = new OutputRows(FIRST, OUT, Dtype.FLOAT32, 3, budget, null, done -> { });
+    rows.write(0, 3, slab(0, 3));
+    BatchRunner.Finished f = rows.poll();
+    assertThat(f.output().getFloat(ParquetBatchWriter.GAP + 8)).isEqualTo(value(0, 0, 2));
+    assertThat(budget.used()).isEqualTo(rowBytes);
+    rows.poll();
+    assertThat(budget.used()).isZero();
+    rows.close();
+    assertThat(budget.used()).isZero();
+  }
+
+  @Test
   void aRowTheBudgetHasNoRoomForIsAllocatedBesideThePoolAndReleased() {
     long rowBytes = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 3);
     // room for one row of the pool beside another task's byte; the second row is forced beyond the limit, as rows

@@ -49,6 +49,11 @@ class FooterCacheTest {
     splits.add(new ParquetSplit(p.toString(), "", b1.getStartingPos(), b2.getStartingPos() + b2.getCompressedSize()
         - b1.getStartingPos()));
     splits.addAll(splits.subList(0, blocks.size()));
+    // ranges that start inside a row group and end at or just past another's middle: the middle decides, as
+    // parquet's range filter has it (a rule by start, or by a middle at the end included, gives other groups)
+    long middle2 = b2.getStartingPos() + b2.getCompressedSize() / 2;
+    splits.add(new ParquetSplit(p.toString(), "", b1.getStartingPos() + 1, middle2 - b1.getStartingPos() - 1));
+    splits.add(new ParquetSplit(p.toString(), "", b1.getStartingPos() + 1, middle2 - b1.getStartingPos()));
     FooterCache cache = new FooterCache();
     TensorLayout layout = TensorLayout.detect(PlaneRowsInputTest.SCHEMA, null, null);
     for (ParquetSplit s : splits) {
@@ -63,6 +68,16 @@ class FooterCacheTest {
     assertThat(planes(new ParquetVolumeInput(List.of(splits.get(blocks.size())), layout, InputRescale.NONE, conf,
         new PhaseTimes(), cache))).containsExactly(PlaneRowsInputTest.ROWS[1], PlaneRowsInputTest.ROWS[2]);
     assertThat(cache.footersRead()).isEqualTo(1);
+    // the file replaced under its name (other rows, another length): its footer is read again
+    try (ParquetWriter<Group> w = ExampleParquetWriter.builder(p).withConf(conf).withType(PlaneRowsInputTest.SCHEMA)
+        .withWriteMode(org.apache.parquet.hadoop.ParquetFileWriter.Mode.OVERWRITE)
+        .withCompressionCodec(CompressionCodecName.UNCOMPRESSED).withDictionaryEncoding(false).build()) {
+      w.write(PlaneRowsInputTest.row(0, 13, false));
+    }
+    ParquetSplit whole = new ParquetSplit(p.toString(), "", 4, java.nio.file.Files.size(file) - 4);
+    assertThat(planes(new ParquetVolumeInput(List.of(whole), layout, InputRescale.NONE, conf, new PhaseTimes(), cache)))
+        .containsExactly(new int[] {0, 13});
+    assertThat(cache.footersRead()).isEqualTo(2);
   }
 
   /** The planes of every row the input gives, read whole (the values checked by PlaneRowsInputTest). */
