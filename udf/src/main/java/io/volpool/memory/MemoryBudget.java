@@ -201,12 +201,7 @@ public final class MemoryBudget {
         throw new IllegalStateException("interrupted while waiting for " + mib(bytes) + " of the memory budget", e);
       }
     }
-    if (use == Use.PAGES) {
-      pages += bytes;
-    } else {
-      batches += bytes;
-    }
-    peak = Math.max(peak, pages + batches);
+    add(bytes, use);
     return true;
   }
 
@@ -218,17 +213,17 @@ public final class MemoryBudget {
     if (bytes > maxRequest() || !fits(bytes, use)) {
       return false;
     }
-    if (use == Use.PAGES) {
-      pages += bytes;
-    } else {
-      batches += bytes;
-    }
-    peak = Math.max(peak, pages + batches);
+    add(bytes, use);
     return true;
   }
 
   /** Takes {@code bytes} now even beyond the limit (small pages that must be read in the middle of a value). */
   public synchronized void forceAcquire(long bytes, Use use) {
+    add(bytes, use);
+  }
+
+  /** Counts {@code bytes} taken for {@code use}, and the peak; holding the lock. */
+  private void add(long bytes, Use use) {
     if (use == Use.PAGES) {
       pages += bytes;
     } else {

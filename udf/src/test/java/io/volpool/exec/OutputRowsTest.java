@@ -38,6 +38,14 @@ class OutputRowsTest {
     }
   };
 
+  /** Bytes of an output row of 3 planes. */
+  private static final long ROW3 = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 3);
+
+  /** A sink of float32 rows of {@code rowPlanes} planes of {@link #OUT} on {@code budget}, as one task has it. */
+  private static OutputRows sink(MemoryBudget budget, int rowPlanes) {
+    return new OutputRows(FIRST, OUT, Dtype.FLOAT32, rowPlanes, budget, null, done -> { });
+  }
+
   /** The value of channel c, plane d, element i of the plane. */
   private static float value(int c, int d, int i) {
     return c * 1000 + d * 10 + i;
@@ -62,7 +70,7 @@ class OutputRowsTest {
     MemoryBudget budget = new MemoryBudget(1L << 30);
     int rowPlanes = 3;
     long rowBytes = OutputRows.rowBytes(OUT, Dtype.FLOAT32, rowPlanes);
-    OutputRows rows = new OutputRows(FIRST, OUT, Dtype.FLOAT32, rowPlanes, budget, null, done -> { });
+    OutputRows rows = sink(budget, rowPlanes);
     int hw = OUT.h() * OUT.w();
     List<int[]> seen = new ArrayList<>();
     Map<ByteBuffer, Integer> buffers = new IdentityHashMap<>();
@@ -104,7 +112,7 @@ class OutputRowsTest {
     // the rows went back to the budget's pool, still counted: the next task's rows are these
     long shorter = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 2);
     assertThat(budget.used()).isEqualTo(2 * rowBytes + shorter);
-    OutputRows next = new OutputRows(FIRST, OUT, Dtype.FLOAT32, rowPlanes, budget, null, done -> { });
+    OutputRows next = sink(budget, rowPlanes);
     next.write(0, 3, slab(0, 3));
     BatchRunner.Finished f = next.poll();
     assertThat(buffers).containsKey(f.output());
@@ -116,11 +124,10 @@ class OutputRowsTest {
 
   @Test
   void closingMidVolumeGivesBackTheReadyRowAndTheOneBeingFilled() {
-    long rowBytes = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 3);
     MemoryBudget budget = new MemoryBudget(1L << 30);
-    OutputRows rows = new OutputRows(FIRST, OUT, Dtype.FLOAT32, 3, budget, null, done -> { });
+    OutputRows rows = sink(budget, 3);
     rows.write(0, 5, slab(0, 5)); // row [0, 3) ready, never polled; row [3, 6) being filled (a task failing here)
-    assertThat(budget.used()).isEqualTo(2 * rowBytes);
+    assertThat(budget.used()).isEqualTo(2 * ROW3);
     rows.close();
     rows.close();
     budget.heapBuffers().evictIdle();
@@ -129,29 +136,27 @@ class OutputRowsTest {
 
   @Test
   void aRowWithNoRoomDropsNoOtherIdleBuffer() {
-    long rowBytes = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 3);
-    MemoryBudget budget = new MemoryBudget(4 * rowBytes);
+    MemoryBudget budget = new MemoryBudget(4 * ROW3);
     // an idle buffer of another size in the pool (another task's row), and another task holding the rest
-    ByteBuffer other = budget.heapBuffers().takeIfRoom(2 * rowBytes);
-    budget.heapBuffers().give(2 * rowBytes, other);
-    budget.forceAcquire(rowBytes + 1, MemoryBudget.Use.BATCHES);
-    OutputRows rows = new OutputRows(FIRST, OUT, Dtype.FLOAT32, 3, budget, null, done -> { });
+    ByteBuffer other = budget.heapBuffers().takeIfRoom(2 * ROW3);
+    budget.heapBuffers().give(2 * ROW3, other);
+    budget.forceAcquire(ROW3 + 1, MemoryBudget.Use.BATCHES);
+    OutputRows rows = sink(budget, 3);
     rows.write(0, 3, slab(0, 3));
     assertThat(rows.poll().output().getFloat(ParquetBatchWriter.GAP)).isEqualTo(value(0, 0, 0));
     rows.close();
     // the row was forced beside the pool, and the other buffer is still there, idle
-    assertThat(budget.heapBuffers().takeIfRoom(2 * rowBytes)).isSameAs(other);
+    assertThat(budget.heapBuffers().takeIfRoom(2 * ROW3)).isSameAs(other);
   }
 
   @Test
   void aRowLargerThanOneRequestIsForcedAndReleased() {
-    long rowBytes = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 3);
-    MemoryBudget budget = new MemoryBudget(rowBytes); // one request: half of it
-    OutputRows rows = new OutputRows(FIRST, OUT, Dtype.FLOAT32, 3, budget, null, done -> { });
+    MemoryBudget budget = new MemoryBudget(ROW3); // one request: half of it
+    OutputRows rows = sink(budget, 3);
     rows.write(0, 3, slab(0, 3));
     BatchRunner.Finished f = rows.poll();
     assertThat(f.output().getFloat(ParquetBatchWriter.GAP + 8)).isEqualTo(value(0, 0, 2));
-    assertThat(budget.used()).isEqualTo(rowBytes);
+    assertThat(budget.used()).isEqualTo(ROW3);
     rows.poll();
     assertThat(budget.used()).isZero();
     rows.close();
@@ -160,14 +165,13 @@ class OutputRowsTest {
 
   @Test
   void aRowTheBudgetHasNoRoomForIsAllocatedBesideThePoolAndReleased() {
-    long rowBytes = OutputRows.rowBytes(OUT, Dtype.FLOAT32, 3);
     // room for one row of the pool beside another task's byte; the second row is forced beyond the limit, as rows
     // always were
-    MemoryBudget budget = new MemoryBudget(2 * rowBytes);
+    MemoryBudget budget = new MemoryBudget(2 * ROW3);
     budget.forceAcquire(1, MemoryBudget.Use.BATCHES);
-    OutputRows rows = new OutputRows(FIRST, OUT, Dtype.FLOAT32, 3, budget, null, done -> { });
+    OutputRows rows = sink(budget, 3);
     rows.write(0, 4, slab(0, 4)); // fills row [0, 3) and starts [3, 6)
-    assertThat(budget.used()).isEqualTo(1 + 2 * rowBytes);
+    assertThat(budget.used()).isEqualTo(1 + 2 * ROW3);
     BatchRunner.Finished first = rows.poll();
     assertThat(first.planes()[0]).containsExactly(0, 3);
     rows.write(4, 6, slab(4, 6));
@@ -176,7 +180,7 @@ class OutputRowsTest {
     rows.poll();
     rows.close();
     // the pooled row idles, counted; the forced one is gone from the budget
-    assertThat(budget.used()).isEqualTo(1 + rowBytes);
+    assertThat(budget.used()).isEqualTo(1 + ROW3);
     budget.heapBuffers().evictIdle();
     budget.release(1, MemoryBudget.Use.BATCHES);
     assertThat(budget.used()).isZero();
