@@ -8,12 +8,18 @@
 #   STAGING_AB="BYTES ..." (default none): after the other runs, the uncompressed set twice over with the default
 #   input staging chunk (8 MiB) alternated with each of these (-Dvolpool.cuda.stagingChunkBytes); STANDARD=0 keeps
 #   only the first standard run (uncompressed, so that no compared run writes the machine's first pages).
-#   DTYPES=1 (default 0): after the other runs, issue 32's comparison, two rounds: the uncompressed float32 set, the
-#   same volumes' shape stored as int16 (bench-data.py --dtype int16), each with float32 and with float16 output, and
-#   int16 widened on the device (the default), and int16 to float16 once more widened by the readers on the host
-#   (-Dvolpool.cuda.widenOnDevice=false).
+#   DTYPES=1 (default 0): after the other runs, issue 32's comparison, DTYPE_ROUNDS rounds (default 2; DTYPE_RUNS
+#   picks among the runs): the uncompressed float32 set, the same volumes' shape stored as int16 (bench-data.py
+#   --dtype int16), each with float32 and with float16 output, and int16 widened on the device (the default), and
+#   int16 to float16 once more widened by the readers on the host (-Dvolpool.cuda.widenOnDevice=false).
+#   LIMITS=0 (default 1) leaves out the machine's limits and the anchor.
 #   PROFILER=PATH (libasyncProfiler.so, default none): with DTYPES=1, int16 to float16 and float32 to float32 once
-#   more each under async-profiler's wall clock; the task threads' time by frame in the log.
+#   more each under async-profiler, per event of PROFILE_EVENTS (wall, cpu); the steady window's time by frame in the log.
+#   Every run's log says how many of the machine's cores were busy in its steady window (/proc/stat).
+#   DTYPE_WARM=N, PROFILE_WARM=N (default 1): each of those runs is N jobs in one JVM (io.volpool.bench.WarmRuns):
+#   the first is start-up (a cold JVM's compiler threads hold 4-5 of the 16 cores through a short job's steady
+#   window), the later ones the steady state of a long job; the log gives them apart, their median and their
+#   windows pooled.
 #   READ_REPEAT=N (default 0: none): one more run on the uncompressed files N times over (48: 3.1 million volumes,
 #   618 GB in) through fused,avgpool3d,avgpool3d,avgpool3d, whose output is 1/96 of its input: the read side alone.
 # Besides dd's reads, dd's writes into new /dev/shm files and its copies of the input files into new ones (the job
@@ -41,32 +47,64 @@ VOLS=${VOLS:-65536}
 DEVICE=${DEVICE:-gpu}
 log() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
 
-run() {
-  local name=$1 in=$2 cp=$3 pipeline=${4:-fused,avgpool3d} jopts=${5:-} extra=${6:-}
-  rm -rf /dev/shm/o-steady
-  log "volpool $name ($in, $pipeline)"
-  "$J" -Xmx8g $JAVA_OPENS $jopts -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$cp" io.volpool.job.VolpoolMain \
-    --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" \
-    --conf spark.volpool.output=/dev/shm/o-steady --conf spark.volpool.pipeline="$pipeline" --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 \
-    --conf spark.volpool.device="$DEVICE" --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors $extra \
-    >>"$LOG" 2>&1
-  local rc=$?
-  if [ -f /dev/shm/o-steady/_volpool_summary.json ]; then
-    python3 - "$name" >>"$SUM" <<'EOF'
+# report NAME SUMMARY_JSON: one run's line (and its summary in $SUM), the cores busy in its steady window
+report() {
+  local name=$1 summary=$2
+  python3 - "$name" "$summary" >>"$SUM" <<'EOF'
 import json, sys
-d = json.load(open('/dev/shm/o-steady/_volpool_summary.json')); d.pop('settings', None); d['run'] = sys.argv[1]
+d = json.load(open(sys.argv[2])); d.pop('settings', None); d['run'] = sys.argv[1]
 print(json.dumps(d))
 EOF
-    python3 - "$name" <<'EOF' | tee -a "$LOG"
+  python3 - "$name" "$summary" <<'EOF' | tee -a "$LOG"
 import json, sys
-d = json.load(open('/dev/shm/o-steady/_volpool_summary.json')); t = d['timeline']
+d = json.load(open(sys.argv[2])); t = d['timeline']
 print('   ', sys.argv[1], d['rows_in'], 'vol', d['wall_seconds'], 's,', d['gb_per_second_in'], 'GB/s in over the job;',
       'first commit', t['first_task_committed_seconds'], 's; steady', t['steady_window_seconds'],
       t['steady_gb_per_second_in'], 'GB/s in,', t['steady_volumes_per_second'], 'vol/s; tail', t['tail_seconds'], 's')
 print('    phases (task-s):', {k: v for k, v in d['phase_seconds_summed_over_tasks'].items() if v})
 EOF
-  else
+  python3 scripts/bench/steady-window.py cpu "$summary" /tmp/cpu-steady.txt | sed 's/^/    /' | tee -a "$LOG"
+}
+
+# run NAME INPUT CLASSPATH [PIPELINE] [JAVA_OPTIONS] [JOB_FLAGS]: one JVM, one job (WARM=N: N jobs, WarmRuns)
+run() {
+  local name=$1 in=$2 cp=$3 pipeline=${4:-fused,avgpool3d} jopts=${5:-} extra=${6:-}
+  local warm=${WARM:-1} main=io.volpool.job.VolpoolMain
+  rm -rf /dev/shm/o-steady /tmp/cpu-steady.txt "/tmp/warm-$name"
+  [ "$warm" -gt 1 ] && main="io.volpool.bench.WarmRuns $warm /tmp/warm-$name"
+  log "volpool $name ($in, $pipeline$([ "$warm" -gt 1 ] && echo ", $warm runs in one JVM"))"
+  python3 scripts/bench/steady-window.py sample /tmp/cpu-steady.txt &
+  local sampler=$!
+  "$J" -Xmx8g $JAVA_OPENS $jopts -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$cp" $main \
+    --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input="$in" \
+    --conf spark.volpool.output=/dev/shm/o-steady --conf spark.volpool.pipeline="$pipeline" --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 \
+    --conf spark.volpool.device="$DEVICE" --conf spark.volpool.fused.weights=conf/models/fused_seed.safetensors $extra \
+    >>"$LOG" 2>&1
+  local rc=$?
+  kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+  local summaries=()
+  if [ "$warm" -gt 1 ]; then
+    for i in $(seq 1 "$warm"); do
+      if [ -f "/tmp/warm-$name/run-$i.json" ]; then
+        report "$name-w$i" "/tmp/warm-$name/run-$i.json"
+        summaries+=("/tmp/warm-$name/run-$i.json")
+      fi
+    done
+    # the runs after the first: the warm JVM's steady state, medians and the windows pooled
+    [ ${#summaries[@]} -gt 1 ] && python3 scripts/bench/steady-window.py warm "${summaries[@]}" | sed "s/^/    $name /" | tee -a "$LOG"
+  elif [ -f /dev/shm/o-steady/_volpool_summary.json ]; then
+    report "$name" /dev/shm/o-steady/_volpool_summary.json
+    summaries=(/dev/shm/o-steady/_volpool_summary.json)
+  fi
+  if [ ${#summaries[@]} -eq 0 ] || [ "$rc" != 0 ]; then
     echo "    $name FAILED rc=$rc: $(grep -a 'volpool: FAILED' "$LOG" | tail -1)" | tee -a "$LOG"
+  fi
+  # a profiled run (PROFILER: loop files in /tmp/prof-NAME): the stacks of its steady windows (warm: the runs after
+  # the first), for the report
+  if [ -d "/tmp/prof-$name" ] && [ ${#summaries[@]} -gt 0 ]; then
+    [ ${#summaries[@]} -gt 1 ] && summaries=("${summaries[@]:1}")
+    python3 scripts/bench/steady-window.py stacks "/tmp/prof-$name" "/tmp/prof-$name.steady.txt" "${summaries[@]}" \
+      | sed 's/^/    /' | tee -a "$LOG"
   fi
   rm -rf /dev/shm/o-steady
 }
@@ -82,6 +120,7 @@ for set in none inc; do
   done
 done
 du -sh --apparent-size /dev/shm/base-* /dev/shm/long-* 2>&1 | tee -a "$LOG"
+if [ "${LIMITS:-1}" = 1 ]; then
 log "machine: dd of the 64 uncompressed files (12.9 GB) from 16 processes, three times, then one file"
 for r in 1 2 3; do
   python3 - /dev/shm/base-none <<'EOF' 2>&1 | tee -a "$LOG"
@@ -130,6 +169,7 @@ rm -rf /dev/shm/write-limits
 log "anchor: PinnedRead on the snappy set (the 64 files), 16 threads"
 "$J" -Xmx48g -cp "$CP" PinnedRead /dev/shm/base-inc 16 gpu 2>&1 | tail -3 | tee -a "$LOG"
 
+fi
 CPOLD=""
 [ -n "$OLD" ] && CPOLD="$(echo "$CP" | tr ':' '\n' | grep -v '/volpool-' | tr '\n' ':')$(ls "$OLD"/volpool-*.jar | tr '\n' ':')"
 run uncompressed-long /dev/shm/long-none "$CP"
@@ -156,25 +196,40 @@ if [ "${DTYPES:-0}" = 1 ]; then
     for r in $(seq 1 "$REPEAT"); do ln "$f" "/dev/shm/long-i16/$(basename "$f" .parquet)-r$r.parquet"; done
   done
   du -sh --apparent-size /dev/shm/base-i16 2>&1 | tee -a "$LOG"
-  for round in 1 2; do
-    run "f32-in-f32-out-r$round" /dev/shm/long-none "$CP"
-    run "i16-in-f32-out-r$round" /dev/shm/long-i16 "$CP" fused,avgpool3d "-Dvolpool.cuda.widenOnDevice=true"
-    run "i16-in-f16-out-r$round" /dev/shm/long-i16 "$CP" fused,avgpool3d "-Dvolpool.cuda.widenOnDevice=true" \
-      "--conf spark.volpool.output.dtype=float16"
-    # the same with the readers widening on the host (as before the device widened)
-    run "i16-in-f16-out-hostwiden-r$round" /dev/shm/long-i16 "$CP" fused,avgpool3d "-Dvolpool.cuda.widenOnDevice=false" \
-      "--conf spark.volpool.output.dtype=float16"
-    run "f32-in-f16-out-r$round" /dev/shm/long-none "$CP" fused,avgpool3d "" "--conf spark.volpool.output.dtype=float16"
+  # DTYPE_RUNS picks among these (default all), DTYPE_ROUNDS how many times over (default 2)
+  runs=${DTYPE_RUNS:-"f32-in-f32-out i16-in-f32-out i16-in-f16-out i16-in-f16-out-hostwiden f32-in-f16-out"}
+  dtype_run() {
+    case "$1" in
+      f32-in-f32-out) run "$2" /dev/shm/long-none "$CP" fused,avgpool3d "${3:-}" ;;
+      i16-in-f32-out) run "$2" /dev/shm/long-i16 "$CP" fused,avgpool3d "-Dvolpool.cuda.widenOnDevice=true ${3:-}" ;;
+      i16-in-f16-out) run "$2" /dev/shm/long-i16 "$CP" fused,avgpool3d "-Dvolpool.cuda.widenOnDevice=true ${3:-}" \
+        "--conf spark.volpool.output.dtype=float16" ;;
+      # the same with the readers widening on the host (as before the device widened)
+      i16-in-f16-out-hostwiden) run "$2" /dev/shm/long-i16 "$CP" fused,avgpool3d "-Dvolpool.cuda.widenOnDevice=false ${3:-}" \
+        "--conf spark.volpool.output.dtype=float16" ;;
+      f32-in-f16-out) run "$2" /dev/shm/long-none "$CP" fused,avgpool3d "${3:-}" "--conf spark.volpool.output.dtype=float16" ;;
+    esac
+  }
+  # DTYPE_WARM=N (default 1): each run N jobs in one JVM (WarmRuns): the first is start-up, the rest steady state
+  for round in $(seq 1 "${DTYPE_ROUNDS:-2}"); do
+    for r in $runs; do WARM=${DTYPE_WARM:-1} dtype_run "$r" "$r-r$round"; done
   done
-  # PROFILER=.../libasyncProfiler.so: int16 to float16 and float32 to float32 once more each under async-profiler's
-  # wall clock (every thread at 5 ms), where the narrow run's task-seconds go beside the wide one's: collapsed
-  # stacks gzipped in $OUT/wall-NAME.txt.gz, the task threads' summary (scripts/bench/wall-profile.py) in the log
+  # PROFILER=.../libasyncProfiler.so: int16 to float16 and float32 to float32 once more each under async-profiler,
+  # for each of PROFILE_EVENTS (default "wall": every thread's wall clock; "cpu": on-core time, every thread), at
+  # 5 ms, a file of collapsed stacks a second: the steady window's seconds summed (scripts/bench/wall-profile.py)
+  # in the log, all of them gzipped in $OUT/wall-NAME.txt.gz
   if [ -n "${PROFILER:-}" ]; then
-    for p in i16-in-f16-out f32-in-f32-out; do
-      in=/dev/shm/long-none; conf=""
-      [ "$p" = i16-in-f16-out ] && in=/dev/shm/long-i16 && conf="--conf spark.volpool.output.dtype=float16"
-      run "$p-profiled" "$in" "$CP" fused,avgpool3d "$(wall_profile_opt "/tmp/wall-$p.txt")" "$conf"
-      wall_profile_report "/tmp/wall-$p.txt" "$p" | tee -a "$LOG"
+    for ev in ${PROFILE_EVENTS:-wall}; do
+      for p in i16-in-f16-out f32-in-f32-out; do
+        rm -rf "/tmp/prof-$p-$ev" && mkdir -p "/tmp/prof-$p-$ev"
+        WARM=${PROFILE_WARM:-1} dtype_run "$p" "$p-$ev" \
+          "-agentpath:$PROFILER=start,event=$ev,interval=5ms,threads,collapsed,loop=1s,file=/tmp/prof-$p-$ev/w-%n{9999}.txt"
+        if [ -s "/tmp/prof-$p-$ev.steady.txt" ]; then
+          echo "    [$p-$ev] the steady window:" | tee -a "$LOG"
+          python3 scripts/bench/wall-profile.py "/tmp/prof-$p-$ev.steady.txt" 5 60 threads | sed "s/^/    [$p-$ev] /" >>"$LOG"
+        fi
+        cat "/tmp/prof-$p-$ev"/w-*.txt | gzip -c >"$OUT/wall-$p-$ev.txt.gz"
+      done
     done
   fi
 fi

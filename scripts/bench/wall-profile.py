@@ -21,11 +21,16 @@ ms = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
 top = int(sys.argv[3]) if len(sys.argv) > 3 else 40
 KEEP = ("io/volpool", "org/apache/parquet", "org/xerial", "com/github/luben", "java/nio", "sun/nio", "java/util/zip",
         "__GI_write", "__pread", "__libc_pread", "__memmove", "updateBytesCRC32", "Copy::fill")
+# THREADS (a fourth argument "threads"): first the samples of every thread, by name with its digits left out
+# (for a CPU profile, event=cpu: where the machine's cores went)
+groups = collections.Counter() if len(sys.argv) > 4 and sys.argv[4] == "threads" else None
 incl, leaf = collections.Counter(), collections.Counter()
 busy = idle = 0
 for line in open(path, errors="replace"):
     stack, _, n = line.rstrip().rpartition(" ")
     frames = [re.sub(r"_\[[a-z0-9]\]$", "", f) for f in stack.split(";")]
+    if groups is not None:
+        groups[re.sub(r"[0-9]+", "N", frames[0].split(" tid=")[0])] += int(n)
     if not frames[0].startswith("[Executor task launch worker"):
         continue
     n = int(n)
@@ -39,6 +44,10 @@ for line in open(path, errors="replace"):
     leaf[frames[-1]] += n
 if busy == 0:
     sys.exit(f"{path}: no busy samples of Spark task threads")
+if groups is not None:
+    print("-- every thread, by name (s)")
+    for k, v in groups.most_common(15):
+        print(f"{v * ms / 1000:7.2f} s  {k}")
 print(f"task threads: {busy * ms / 1000:.2f} task-s busy, {idle * ms / 1000:.2f} s idle between tasks")
 print("-- inclusive")
 for k, v in incl.most_common(top):
