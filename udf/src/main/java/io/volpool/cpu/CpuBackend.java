@@ -448,6 +448,8 @@ public final class CpuBackend implements Backend {
       final PhaseTimes times = new PhaseTimes();
       /** The next volume's input: the stored values widened and rescaled into {@link #sink} as they load. */
       VolumeSink volume;
+      /** What {@link #volume} is for stored values: one for the batch's volumes, its buffers made once. */
+      final WideningSink widening = WideningSink.reusable();
       int rescaled;
       int n = -1;
       boolean closed;
@@ -474,7 +476,7 @@ public final class CpuBackend implements Backend {
               + sink.position() + " bytes");
         }
         rescaled++;
-        volume = WideningSink.of(sink, stored, r);
+        volume = widening.to(sink, stored, r);
       }
 
       @Override

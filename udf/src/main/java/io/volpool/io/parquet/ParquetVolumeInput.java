@@ -119,6 +119,9 @@ public final class ParquetVolumeInput implements VolumeInput {
     this.leaf = layout.tensorLeaf();
   }
 
+  /** Widens the rows' stored values on their way into a float32 batch: one for the input, its buffers made once. */
+  private final WideningSink widening = WideningSink.reusable();
+
   /** One row of the input: its small columns and its place in the file. */
   public final class Row implements VolumeSource {
     private final Group group;
@@ -319,9 +322,9 @@ public final class ParquetVolumeInput implements VolumeInput {
       VolumeShape s = shape();
       consumed = true;
       if (layout.isBinary()) {
-        tensor.copyBinary(WideningSink.of(dst, type, scale));
+        tensor.copyBinary(widening.to(dst, type, scale));
       } else {
-        copyList(WideningSink.of(dst, type, scale), s);
+        copyList(widening.to(dst, type, scale), s);
       }
     }
   }
