@@ -208,6 +208,7 @@ if [ "${DTYPES:-0}" = 1 ]; then
       i16-in-f16-out-hostwiden) run "$2" /dev/shm/long-i16 "$CP" fused,avgpool3d "-Dvolpool.cuda.widenOnDevice=false ${3:-}" \
         "--conf spark.volpool.output.dtype=float16" ;;
       f32-in-f16-out) run "$2" /dev/shm/long-none "$CP" fused,avgpool3d "${3:-}" "--conf spark.volpool.output.dtype=float16" ;;
+      *) echo "    DTYPE_RUNS: no run named $1" | tee -a "$LOG" ;;
     esac
   }
   # DTYPE_WARM=N (default 1): each run N jobs in one JVM (WarmRuns): the first is start-up, the rest steady state
@@ -221,12 +222,12 @@ if [ "${DTYPES:-0}" = 1 ]; then
   if [ -n "${PROFILER:-}" ]; then
     for ev in ${PROFILE_EVENTS:-wall}; do
       for p in i16-in-f16-out f32-in-f32-out; do
-        rm -rf "/tmp/prof-$p-$ev" && mkdir -p "/tmp/prof-$p-$ev"
+        rm -rf "/tmp/prof-$p-$ev" "/tmp/prof-$p-$ev.steady.txt" && mkdir -p "/tmp/prof-$p-$ev"
         WARM=${PROFILE_WARM:-1} dtype_run "$p" "$p-$ev" \
           "-agentpath:$PROFILER=start,event=$ev,interval=5ms,threads,collapsed,loop=1s,file=/tmp/prof-$p-$ev/w-%n{9999}.txt"
         if [ -s "/tmp/prof-$p-$ev.steady.txt" ]; then
           echo "    [$p-$ev] the steady window:" | tee -a "$LOG"
-          python3 scripts/bench/wall-profile.py "/tmp/prof-$p-$ev.steady.txt" 5 60 threads | sed "s/^/    [$p-$ev] /" >>"$LOG"
+          python3 scripts/bench/wall-profile.py "/tmp/prof-$p-$ev.steady.txt" 5 60 threads 2>&1 | sed "s/^/    [$p-$ev] /" >>"$LOG"
         fi
         cat "/tmp/prof-$p-$ev"/w-*.txt | gzip -c >"$OUT/wall-$p-$ev.txt.gz"
       done

@@ -67,7 +67,8 @@ def stacks(folder, out, summaries):
             # the second [t - 1, t] mostly inside one window
             if any(min(t, w1) - max(t - 1, w0) >= 0.5 for w0, w1 in windows):
                 took.append(os.path.basename(f))
-                o.write(open(f).read())
+                with open(f) as part:
+                    o.write(part.read())
     span = sum(w1 - w0 for w0, w1 in windows)
     print(f"steady window(s) {span:.2f} s: {len(took)} second(s) of stacks ({', '.join(took)})")
 
@@ -84,7 +85,7 @@ def warm(summaries):
     med = rates[len(rates) // 2] if len(rates) % 2 else (rates[len(rates) // 2 - 1] + rates[len(rates) // 2]) / 2
     pooled = sum(rate(d) * secs(d) for d in later) / sum(secs(d) for d in later)
     work = sum(d["wall_seconds"] for d in later)
-    print(f"warm: runs 2-{len(runs)} steady {', '.join(f'{rate(d):.0f}' for d in later)} vol/s: median {med:.0f}, "
+    print(f"warm: runs 2-{len(runs)} ({len(later)} with a steady window) steady {', '.join(f'{rate(d):.0f}' for d in later)} vol/s: median {med:.0f}, "
           f"pooled {pooled:.0f} vol/s over {sum(secs(d) for d in later):.1f} s of steady windows ({work:.1f} s of jobs); "
           f"cold run 1: {rate(runs[0]):.0f} vol/s steady, {runs[0]['wall_seconds']} s")
 

@@ -28,12 +28,14 @@ incl, leaf = collections.Counter(), collections.Counter()
 busy = idle = 0
 for line in open(path, errors="replace"):
     stack, _, n = line.rstrip().rpartition(" ")
-    frames = [re.sub(r"_\[[a-z0-9]\]$", "", f) for f in stack.split(";")]
-    if groups is not None:
-        groups[re.sub(r"[0-9]+", "N", frames[0].split(" tid=")[0])] += int(n)
-    if not frames[0].startswith("[Executor task launch worker"):
+    if not stack or not n.isdigit():
         continue
     n = int(n)
+    frames = [re.sub(r"_\[[a-z0-9]\]$", "", f) for f in stack.split(";")]
+    if groups is not None:
+        groups[re.sub(r"[0-9]+", "N", frames[0].split(" tid=")[0])] += n
+    if not frames[0].startswith("[Executor task launch worker"):
+        continue
     if any("SynchronousQueue" in f for f in frames):
         idle += n
         continue
@@ -42,12 +44,12 @@ for line in open(path, errors="replace"):
         if f.startswith(KEEP):
             incl[f] += n
     leaf[frames[-1]] += n
-if busy == 0:
-    sys.exit(f"{path}: no busy samples of Spark task threads")
 if groups is not None:
     print("-- every thread, by name (s)")
     for k, v in groups.most_common(15):
         print(f"{v * ms / 1000:7.2f} s  {k}")
+if busy == 0:
+    sys.exit(f"{path}: no busy samples of Spark task threads")
 print(f"task threads: {busy * ms / 1000:.2f} task-s busy, {idle * ms / 1000:.2f} s idle between tasks")
 print("-- inclusive")
 for k, v in incl.most_common(top):
