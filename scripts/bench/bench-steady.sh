@@ -7,7 +7,7 @@
 #   REPEAT=6 (default): 393,216 volumes, 77 GB in, 52 GB out per run. (VOLS, DEVICE, J and CP: a small try elsewhere.)
 #   STAGING_AB="BYTES ..." (default none): after the other runs, the uncompressed set twice over with the default
 #   input staging chunk (8 MiB) alternated with each of these (-Dvolpool.cuda.stagingChunkBytes); STANDARD=0 keeps
-#   only the first standard run (uncompressed, so that no compared run writes the machine's first pages).
+#   only the first standard run (uncompressed, so that no compared run writes the machine's first pages); -1, none.
 #   DTYPES=1 (default 0): after the other runs, issue 32's comparison, DTYPE_ROUNDS rounds (default 2; DTYPE_RUNS
 #   picks among the runs): the uncompressed float32 set, the same volumes' shape stored as int16 (bench-data.py
 #   --dtype int16), each with float32 and with float16 output, and int16 widened on the device (the default), and
@@ -112,8 +112,13 @@ run() {
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g | head -2; df -h /dev/shm | tail -1; date -u; } >>"$LOG" 2>&1
 log "datasets: $VOLS reference volumes in 64 files, uncompressed and incompressible snappy; $REPEAT hard links to each"
 python3 scripts/bench/bench-data.py /dev/shm/base-none "$VOLS" 64 --compression none --no-dictionary --jobs 16 >>"$LOG" 2>&1
-python3 scripts/bench/bench-data.py /dev/shm/base-inc "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 --incompressible >>"$LOG" 2>&1
-for set in none inc; do
+# the snappy set serves the standard runs and the anchor only (STANDARD=-1 and LIMITS=0: neither)
+sets=none
+if [ "$STANDARD" != -1 ] || [ "${LIMITS:-1}" = 1 ]; then
+  python3 scripts/bench/bench-data.py /dev/shm/base-inc "$VOLS" 64 --compression snappy --no-dictionary --jobs 16 --incompressible >>"$LOG" 2>&1
+  sets="none inc"
+fi
+for set in $sets; do
   mkdir -p /dev/shm/long-$set
   for f in /dev/shm/base-$set/*.parquet; do
     for r in $(seq 1 "$REPEAT"); do ln "$f" "/dev/shm/long-$set/$(basename "$f" .parquet)-r$r.parquet"; done
@@ -172,8 +177,9 @@ log "anchor: PinnedRead on the snappy set (the 64 files), 16 threads"
 fi
 CPOLD=""
 [ -n "$OLD" ] && CPOLD="$(echo "$CP" | tr ':' '\n' | grep -v '/volpool-' | tr '\n' ':')$(ls "$OLD"/volpool-*.jar | tr '\n' ':')"
-run uncompressed-long /dev/shm/long-none "$CP"
-if [ "$STANDARD" != 0 ]; then
+# STANDARD=-1: not even the first standard run (each DTYPE_WARM JVM's first run writes the machine's first pages)
+[ "$STANDARD" != -1 ] && run uncompressed-long /dev/shm/long-none "$CP"
+if [ "$STANDARD" = 1 ]; then
   run snappy-inc-long /dev/shm/long-inc "$CP"
   [ -n "$OLD" ] && run snappy-inc-long-old /dev/shm/long-inc "$CPOLD"
   run uncompressed-long-2 /dev/shm/long-none "$CP"
