@@ -221,6 +221,8 @@ if [ "${DTYPES:-0}" = 1 ]; then
   for round in $(seq 1 "${DTYPE_ROUNDS:-2}"); do
     for r in $runs; do WARM=${DTYPE_WARM:-1} dtype_run "$r" "$r-r$round"; done
   done
+  log "each run against the float32 run of its round (steady vol/s; warm JVMs: the median of the jobs after the first)"
+  python3 scripts/bench/steady-window.py ratios "$SUM" | sed 's/^/    /' | tee -a "$LOG"
   # PROFILER=.../libasyncProfiler.so: int16 to float16 and float32 to float32 once more each under async-profiler,
   # for each of PROFILE_EVENTS (default "wall": every thread's wall clock; "cpu": on-core time, every thread), at
   # 5 ms, a file of collapsed stacks a second: the steady window's seconds summed (scripts/bench/wall-profile.py)

@@ -7,6 +7,9 @@
   python3 scripts/bench/steady-window.py stacks DIR OUT SUMMARY_JSON...
       concatenates into OUT the collapsed stacks that async-profiler wrote every second into DIR (its options
       loop=1s,file=DIR/w-%n{9999}.txt) whose second lies mostly inside a run's window, and says which it took
+  python3 scripts/bench/steady-window.py ratios STEADY_JSONL
+      each run of bench-steady's dtype comparison against the float32 run of its round (run names NAME-rR, or
+      NAME-rR-wN for the jobs of one JVM: then the median of its jobs after the first)
   python3 scripts/bench/steady-window.py warm SUMMARY_JSON...
       the runs of one JVM (bench's WarmRuns): the first apart (start-up: the JIT compiles while it runs), and the
       later runs' steady rates, their median and their windows pooled (volumes over seconds)
@@ -90,6 +93,26 @@ def warm(summaries):
           f"cold run 1: {rate(runs[0]):.0f} vol/s steady, {runs[0]['wall_seconds']} s")
 
 
+def ratios(jsonl):
+    import re
+    rates = {}
+    for line in open(jsonl):
+        d = json.loads(line)
+        m = re.fullmatch(r"(.+)-r(\d+)(?:-w(\d+))?", d["run"])
+        rate = d["timeline"].get("steady_volumes_per_second")
+        if not m or not rate or m.group(3) == "1":
+            continue
+        rates.setdefault((m.group(2), m.group(1)), []).append(rate)
+    for (rnd, name), rs in sorted(rates.items()):
+        rs.sort()
+        med = rs[len(rs) // 2] if len(rs) % 2 else (rs[len(rs) // 2 - 1] + rs[len(rs) // 2]) / 2
+        base = rates.get((rnd, "f32-in-f32-out"))
+        if base:
+            base = sorted(base)
+            bmed = base[len(base) // 2] if len(base) % 2 else (base[len(base) // 2 - 1] + base[len(base) // 2]) / 2
+            print(f"round {rnd}: {name} {med:.0f} vol/s steady ({len(rs)} job(s)), {med / bmed:.2f}x float32's {bmed:.0f}")
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "sample":
@@ -100,5 +123,7 @@ if __name__ == "__main__":
         stacks(sys.argv[2], sys.argv[3], sys.argv[4:])
     elif cmd == "warm":
         warm(sys.argv[2:])
+    elif cmd == "ratios":
+        ratios(sys.argv[2])
     else:
         sys.exit(__doc__)
