@@ -231,8 +231,7 @@ if [ "${DTYPES:-0}" = 1 ]; then
     for ev in ${PROFILE_EVENTS:-wall}; do
       for p in i16-in-f16-out f32-in-f32-out; do
         rm -rf "/tmp/prof-$p-$ev" "/tmp/prof-$p-$ev.steady.txt" && mkdir -p "/tmp/prof-$p-$ev"
-        WARM=${PROFILE_WARM:-1} dtype_run "$p" "$p-$ev" \
-          "-agentpath:$PROFILER=start,event=$ev,interval=5ms,threads,collapsed,loop=1s,file=/tmp/prof-$p-$ev/w-%n{9999}.txt"
+        WARM=${PROFILE_WARM:-1} dtype_run "$p" "$p-$ev" "$(loop_profile_opt "$ev" "/tmp/prof-$p-$ev")"
         if [ -s "/tmp/prof-$p-$ev.steady.txt" ]; then
           echo "    [$p-$ev] the steady window:" | tee -a "$LOG"
           python3 scripts/bench/wall-profile.py "/tmp/prof-$p-$ev.steady.txt" 5 60 threads 2>&1 | sed "s/^/    [$p-$ev] /" >>"$LOG"

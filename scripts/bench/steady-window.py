@@ -17,12 +17,18 @@
 The window is placed in wall-clock time from the summary file's modification time (written as the job ends)
 less the job's wall_seconds; a loop file covers the second before its modification time.
 """
-import glob, json, os, sys, time
+import glob, json, os, re, sys, time
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
 
 
 def window(summary):
     """The run's steady window in wall-clock time, or None when the run was too short to have one."""
-    d = json.load(open(summary))
+    with open(summary) as f:
+        d = json.load(f)
     if not d["timeline"].get("steady_window_seconds"):
         return None
     end = os.path.getmtime(summary)
@@ -42,10 +48,11 @@ def sample(path):
 
 
 def cpu(summary, samples):
-    if window(summary) is None:
+    w = window(summary)
+    if w is None:
         print("cores in the steady window: no steady window (too short a run)")
         return
-    w0, w1 = window(summary)
+    w0, w1 = w
     rows = [list(map(float, l.split())) for l in open(samples) if len(l.split()) == 9]
     inside = [r for r in rows if w0 <= r[0] <= w1]
     if len(inside) < 2:
@@ -84,8 +91,7 @@ def warm(summaries):
     if not later:
         print("warm runs: no steady window after the first run")
         return
-    rates = sorted(rate(d) for d in later)
-    med = rates[len(rates) // 2] if len(rates) % 2 else (rates[len(rates) // 2 - 1] + rates[len(rates) // 2]) / 2
+    med = median(rate(d) for d in later)
     pooled = sum(rate(d) * secs(d) for d in later) / sum(secs(d) for d in later)
     work = sum(d["wall_seconds"] for d in later)
     print(f"warm: runs 2-{len(runs)} ({len(later)} with a steady window) steady {', '.join(f'{rate(d):.0f}' for d in later)} vol/s: median {med:.0f}, "
@@ -94,7 +100,6 @@ def warm(summaries):
 
 
 def ratios(jsonl):
-    import re
     rates = {}
     for line in open(jsonl):
         d = json.loads(line)
@@ -104,12 +109,10 @@ def ratios(jsonl):
             continue
         rates.setdefault((m.group(2), m.group(1)), []).append(rate)
     for (rnd, name), rs in sorted(rates.items()):
-        rs.sort()
-        med = rs[len(rs) // 2] if len(rs) % 2 else (rs[len(rs) // 2 - 1] + rs[len(rs) // 2]) / 2
+        med = median(rs)
         base = rates.get((rnd, "f32-in-f32-out"))
         if base:
-            base = sorted(base)
-            bmed = base[len(base) // 2] if len(base) % 2 else (base[len(base) // 2 - 1] + base[len(base) // 2]) / 2
+            bmed = median(base)
             print(f"round {rnd}: {name} {med:.0f} vol/s steady ({len(rs)} job(s)), {med / bmed:.2f}x float32's {bmed:.0f}")
 
 

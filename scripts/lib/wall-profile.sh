@@ -4,6 +4,11 @@
 wall_profile_opt() {
   echo "-agentpath:$PROFILER=start,event=wall,interval=5ms,threads,collapsed,file=$1"
 }
+# loop_profile_opt EVENT DIR: the same at EVENT (wall, or cpu: on-core time), one file of collapsed stacks a second
+# in DIR (w-N.txt), for scripts/bench/steady-window.py to take the seconds of a run's steady window
+loop_profile_opt() {
+  echo "-agentpath:$PROFILER=start,event=$1,interval=5ms,threads,collapsed,loop=1s,file=$2/w-%n{9999}.txt"
+}
 # wall_profile_report FILE NAME: the task threads' time by frame (scripts/bench/wall-profile.py, 60 lines) on
 # standard output, and the stacks gzipped as $OUT/wall-NAME.txt.gz
 wall_profile_report() {
