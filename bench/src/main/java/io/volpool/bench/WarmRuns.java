@@ -28,8 +28,10 @@ public final class WarmRuns {
   private WarmRuns() {}
 
   public static void main(String[] args) throws IOException {
-    if (args.length < 3) {
-      System.err.println("usage: WarmRuns RUNS SUMMARIES_DIR JOB_ARGUMENTS...");
+    try {
+      check(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("usage: WarmRuns RUNS SUMMARIES_DIR JOB_ARGUMENTS...: " + e.getMessage());
       System.exit(2);
     }
     int code = run(args);
@@ -39,6 +41,7 @@ public final class WarmRuns {
 
   /** Runs the job as {@link #main} says; returns the first failing run's exit code, or 0. */
   static int run(String[] args) throws IOException {
+    check(args);
     int runs = Integer.parseInt(args[0]);
     Path summaries = Paths.get(args[1]);
     String[] job = Arrays.copyOfRange(args, 2, args.length);
@@ -60,6 +63,17 @@ public final class WarmRuns {
     }
     delete(output);
     return code;
+  }
+
+  /** Throws {@link IllegalArgumentException} saying what is wrong with the arguments, before any run. */
+  static void check(String[] args) {
+    if (args.length < 3) {
+      throw new IllegalArgumentException("needs RUNS, SUMMARIES_DIR and the job's arguments");
+    }
+    if (!args[0].matches("[1-9][0-9]{0,5}")) {
+      throw new IllegalArgumentException("RUNS is how many jobs to run, 1 or more; got '" + args[0] + "'");
+    }
+    output(Arrays.copyOfRange(args, 2, args.length));
   }
 
   /** The job's output folder: the last {@code --conf spark.volpool.output=PATH} (a {@code file:} URI or a path). */

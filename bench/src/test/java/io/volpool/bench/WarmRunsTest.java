@@ -44,6 +44,14 @@ class WarmRunsTest {
   }
 
   @Test
+  void refusesARunCountThatIsNoPositiveNumber() {
+    for (String runs : new String[] {"x", "0", "-1", ""}) {
+      assertThatThrownBy(() -> WarmRuns.run(new String[] {runs, "s", "--conf", "spark.volpool.output=/tmp/o"}))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("RUNS");
+    }
+  }
+
+  @Test
   void needsTheOutputAmongTheJobsArguments() {
     assertThatThrownBy(() -> WarmRuns.output(new String[] {"--conf", "spark.volpool.input=x"}))
         .hasMessageContaining("spark.volpool.output=PATH");
