@@ -104,10 +104,10 @@ def ratios(jsonl):
     for line in open(jsonl):
         d = json.loads(line)
         m = re.fullmatch(r"(.+)-r(\d+)(?:-w(\d+))?", d["run"])
-        rate = d["timeline"].get("steady_volumes_per_second")
-        if not m or not rate or m.group(3) == "1":
+        vps = d["timeline"].get("steady_volumes_per_second")
+        if not m or not vps or m.group(3) == "1":
             continue
-        rates.setdefault((m.group(2), m.group(1)), []).append(rate)
+        rates.setdefault((m.group(2), m.group(1)), []).append(vps)
     for (rnd, name), rs in sorted(rates.items()):
         med = median(rs)
         base = rates.get((rnd, "f32-in-f32-out"))

@@ -46,7 +46,7 @@ class WarmRunsTest {
   @Test
   void refusesARunCountThatIsNoPositiveNumber() {
     for (String runs : new String[] {"x", "0", "-1", ""}) {
-      assertThatThrownBy(() -> WarmRuns.run(new String[] {runs, "s", "--conf", "spark.volpool.output=/tmp/o"}))
+      assertThatThrownBy(() -> WarmRuns.check(new String[] {runs, "s", "--conf", "spark.volpool.output=/tmp/o"}))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("RUNS");
     }
   }
