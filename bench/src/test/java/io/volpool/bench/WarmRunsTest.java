@@ -6,7 +6,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.volpool.job.SampleData;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,12 +34,16 @@ class WarmRunsTest {
         "spark.volpool.output=" + out, "--conf", "spark.volpool.pipeline=avgpool3d", "--conf",
         "spark.volpool.avgpool3d.kernelSize=2", "--conf", "spark.volpool.device=cpu"});
     assertThat(code).isZero();
+    Instant before = Instant.EPOCH;
     for (int i = 1; i <= 3; i++) {
       Path summary = dir.resolve("summaries/run-" + i + ".json");
       assertThat(summary).exists();
       JsonNode d = new ObjectMapper().readTree(summary.toFile());
       assertThat(d.get("status").asText()).isEqualTo("succeeded");
       assertThat(d.get("volumes_out").asLong()).isEqualTo(8);
+      Instant written = Files.getLastModifiedTime(summary).toInstant();
+      assertThat(written).as("run %d's summary is its own run's, written after the run before's", i).isAfter(before);
+      before = written;
     }
     assertThat(dir.resolve("summaries/run-4.json")).doesNotExist();
     assertThat(out).as("the output is deleted after the last run").doesNotExist();
