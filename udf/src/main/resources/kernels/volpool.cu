@@ -492,13 +492,6 @@ __device__ __forceinline__ void storeRow(float* __restrict__ y, const float (&v)
 #define VOLPOOL_POOL_ROWS 2
 #endif
 
-/**
- * The one-read k3 s2 p1 pool over volumes of C channels stored as L's type (nc = volumes x C
- * channel planes), volume v rescaled by rescale[v] (unused for float32). A thread covers E/2 output
- * columns of ROWS output rows (2 * ROWS + 1 input rows a plane). An average divides its sum by a
- * reciprocal and one correction (SumOp::divide): PyTorch's quotient bit for bit, without a division
- * a value.
- */
 /** The geometry of one block of the one-read pools: (32, 4) threads over 32 * OC output columns x 4 * ROWS rows. */
 struct PoolBlock {
   i64 c;       // channel plane (volume * C + channel)
