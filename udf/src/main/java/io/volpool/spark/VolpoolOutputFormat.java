@@ -205,6 +205,7 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
             long t0 = System.nanoTime();
             w = new ParquetBatchWriter(folder.isEmpty() ? new Path(work, file) : new Path(work.toString() + "/" + folder + "/" + file),
                 spec, conf, state.times());
+            w.task(ctx.getTaskAttemptID().getTaskID().getId());
             state.times().add(Phase.WRITE, System.nanoTime() - t0);
             parquet.put(folder, w);
           }

@@ -328,6 +328,17 @@ public final class ParquetBatchWriter implements AutoCloseable {
     }
   }
 
+  /** The footer key naming the task (its index in the run's plan) that wrote the file. */
+  public static final String TASK_KEY = "volpool.task";
+
+  /** The task of the plan writing this file, for its footer; -1 (none) for a file the driver writes. */
+  private int task = -1;
+
+  /** Says in the footer that task {@code index} of the plan wrote this file: a resumed run checks a kept task's files by it. */
+  public void task(int index) {
+    this.task = index;
+  }
+
   /** The stored dtypes of the volumes written to this file, for its footer. */
   private final java.util.TreeSet<String> inputDtypes = new java.util.TreeSet<>();
 
@@ -338,6 +349,9 @@ public final class ParquetBatchWriter implements AutoCloseable {
     try {
       java.util.Map<String, String> meta = new java.util.LinkedHashMap<>(spec.metadata());
       meta.put("volpool.input.dtypes", String.join(",", inputDtypes));
+      if (task >= 0) {
+        meta.put(TASK_KEY, String.valueOf(task));
+      }
       file.end(meta);
     } finally {
       codecs.release();

@@ -424,29 +424,11 @@ public final class ParquetVolumeInput implements VolumeInput {
 
   /** Every column the layout uses must have the type the first file gave it. */
   private void checkSchema(MessageType fileSchema, String path) {
-    MessageType want = layout.inputSchema();
-    List<String> diff = new ArrayList<>();
-    for (Type f : want.getFields()) {
-      if (!fileSchema.containsField(f.getName())) {
-        diff.add("no column '" + f.getName() + "'");
-      } else if (!fileSchema.getType(f.getName()).equals(f)) {
-        diff.add("column '" + f.getName() + "' is " + oneLine(fileSchema.getType(f.getName())) + " where the first file has "
-            + oneLine(f));
-      }
-    }
-    for (Type f : fileSchema.getFields()) {
-      if (!want.containsField(f.getName())) {
-        diff.add("an extra column '" + f.getName() + "'");
-      }
-    }
+    List<String> diff = TensorLayout.schemaDifferences(fileSchema, layout.inputSchema(), "the first file");
     if (!diff.isEmpty()) {
       throw new BadRecordException(path, "its schema differs from the input's first file: " + String.join("; ", diff)
           + " (all input files must share one schema)");
     }
-  }
-
-  private static String oneLine(Type t) {
-    return t.toString().replaceAll("\\s+", " ").trim();
   }
 
   /** Opens the next row group of the current file; false when there is none. */

@@ -243,6 +243,32 @@ public final class TensorLayout implements Serializable {
     return isBinary() ? inputSchema().getColumnDescription(new String[] {DATA}) : listLeaf(inputSchema(), tensorColumn);
   }
 
+  /**
+   * How schema {@code have} (a file's) differs from {@code want} column by column, naming {@code wantWhat} (e.g.
+   * "the first file"): missing, extra and retyped top-level columns; empty when they agree.
+   */
+  public static List<String> schemaDifferences(MessageType have, MessageType want, String wantWhat) {
+    List<String> diff = new ArrayList<>();
+    for (Type f : want.getFields()) {
+      if (!have.containsField(f.getName())) {
+        diff.add("no column '" + f.getName() + "'");
+      } else if (!have.getType(f.getName()).equals(f)) {
+        diff.add("column '" + f.getName() + "' is " + oneLine(have.getType(f.getName())) + " where " + wantWhat + " has "
+            + oneLine(f));
+      }
+    }
+    for (Type f : have.getFields()) {
+      if (!want.containsField(f.getName())) {
+        diff.add("an extra column '" + f.getName() + "'");
+      }
+    }
+    return diff;
+  }
+
+  private static String oneLine(Type t) {
+    return t.toString().replaceAll("\\s+", " ").trim();
+  }
+
   /** True when the input has an {@code id} column; without one the output's ids are {@code path[row]}. */
   public boolean hasId() {
     return inputSchema().containsField(ID);
