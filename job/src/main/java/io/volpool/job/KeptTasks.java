@@ -76,7 +76,7 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
         try {
           FileSystem fs = io.volpool.io.Files2.fs(e.getValue(), conf);
           if (fs.getFileStatus(e.getValue()).isDirectory()) {
-            c = countFolder(e.getValue(), t, npyOut, rowsOut, planeRows, fingerprint, conf, out.staging());
+            c = countFolder(e.getValue(), i, t, npyOut, rowsOut, planeRows, fingerprint, conf, out.staging());
           } else {
             // an upload record (S3): the files are not readable before the commit completes them, which counts them
             c = rowsOut || planeRows || npyOut ? null : planned(t, planeRows);
@@ -109,7 +109,8 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
       rows += s.rows();
     }
     for (io.volpool.io.PlaneVolume v : t.volumes()) {
-      rows += v.rows().size();
+      // the rows it owns: a range of a volume also reads the rows its neighbours own (the halo), which they count
+      rows += v.rows().stream().filter(v::owns).count();
     }
     if (!t.ranges().isEmpty()) {
       // ranges of .npy volumes: the range from plane 0 counts its volume read
@@ -216,7 +217,7 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
    * The counts of a committed task's folder (Rename commits), or null when its files were made by another
    * fingerprint or do not hold what its plan reads.
    */
-  private static CommittedOutput.TaskCounts countFolder(Path dir, TaskPlan t, boolean npyOut, boolean rowsOut,
+  private static CommittedOutput.TaskCounts countFolder(Path dir, int index, TaskPlan t, boolean npyOut, boolean rowsOut,
       boolean planeRows, String fingerprint, Configuration conf, Path staging) throws IOException {
     FileSystem fs = io.volpool.io.Files2.fs(dir, conf);
     if (npyOut) {
@@ -245,14 +246,23 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
           continue;
         }
         try (org.apache.parquet.hadoop.ParquetFileReader r = io.volpool.io.Files2.openParquet(f.getPath(), conf)) {
-          String fp = r.getFooter().getFileMetaData().getKeyValueMetaData().get("volpool.fingerprint");
-          if (!fingerprint.equals(fp)) {
+          Map<String, String> meta = r.getFooter().getFileMetaData().getKeyValueMetaData();
+          if (!fingerprint.equals(meta.get("volpool.fingerprint"))) {
+            return null;
+          }
+          // written by this task of the plan, not copied from another task's folder (its rows would be another's)
+          if (!String.valueOf(index).equals(meta.get(io.volpool.io.parquet.ParquetBatchWriter.TASK_KEY))) {
+            LOG.warn("volpool: {} in task {}'s folder was written by task {}", f.getPath().getName(), index,
+                meta.get(io.volpool.io.parquet.ParquetBatchWriter.TASK_KEY));
             return null;
           }
         }
       }
     }
     CommittedOutput c = CommittedOutput.count(dir, npyOut, rowsOut, conf);
+    if (npyOut && !npyFiles(fs, dir, t)) {
+      return null;
+    }
     if (npyOut) {
       // .npy output: one file per input file (or per volume across rows), each counted from its header
       long want = t.files().isEmpty() ? t.volumes().size() : t.files().size();
@@ -266,5 +276,30 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
           p.slabbed()) : null;
     }
     return c.rows() == p.read() ? new CommittedOutput.TaskCounts(p.read(), c.rows(), c.rows(), 0) : null;
+  }
+
+  /**
+   * Whether a kept task's folder holds the .npy files its plan writes, by name: one per input file, or per
+   * volume stored across rows (a file copied in from another task's folder has another's name).
+   */
+  private static boolean npyFiles(FileSystem fs, Path dir, TaskPlan t) throws IOException {
+    java.util.Set<String> want = new java.util.TreeSet<>();
+    t.files().forEach(f -> want.add(f.relative()));
+    t.volumes().forEach(v -> want.add(io.volpool.io.npy.NpyVolumeWriter.fileName(v.id(), v.record())));
+    java.util.Set<String> got = new java.util.TreeSet<>();
+    String base = fs.makeQualified(dir).toUri().getPath();
+    org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it = fs.listFiles(dir, true);
+    while (it.hasNext()) {
+      String rel = it.next().getPath().toUri().getPath().substring(base.length() + 1);
+      if (rel.toLowerCase(java.util.Locale.ROOT).endsWith(".npy") && !rel.startsWith("_") && !rel.startsWith(".")) {
+        got.add(rel);
+      }
+    }
+    if (!got.equals(want)) {
+      LOG.warn("volpool: {} holds {} where its plan writes {}", dir, got.size() > 10 ? got.size() + " files" : got,
+          want.size() > 10 ? want.size() + " files" : want);
+      return false;
+    }
+    return true;
   }
 }

@@ -26,6 +26,25 @@ final class LocalTaskWarmUp {
 
   private LocalTaskWarmUp() {}
 
+  /** The warm-up started last, which a run ending before its job waits for ({@link #awaitEnd}). */
+  private static volatile Thread last;
+
+  /**
+   * Waits (up to {@code millis}) for the warm-up job to end: a run that ends before its own job (nothing to do, a
+   * refusal) stops the context only then, or the warm-up's tasks fail against a stopped context with ERROR lines
+   * and traces an Airflow retry would read as a failure.
+   */
+  static void awaitEnd(long millis) {
+    Thread t = last;
+    if (t != null) {
+      try {
+        t.join(millis);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
   /** The context warmed last (weakly: a stopped context is not kept): a later job in it finds its executor warm. */
   private static java.lang.ref.WeakReference<SparkContext> warmed = new java.lang.ref.WeakReference<>(null);
 
@@ -69,6 +88,7 @@ final class LocalTaskWarmUp {
     }, "volpool-task-warm-up");
     t.setDaemon(true);
     t.start();
+    last = t;
     return t;
   }
 }

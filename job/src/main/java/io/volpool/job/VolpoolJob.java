@@ -113,6 +113,7 @@ public final class VolpoolJob {
         if (fs.getFileStatus(p).isDirectory()) {
           throw new SettingsException(key.key() + "=" + p + " is a folder; name the file itself");
         }
+        InputPlanner.requireRegular(fs, p, key.key() + "=");
         long length = fs.getFileStatus(p).getLen();
         try (InputStream head = fs.open(p)) {
           check.check(head, length);
@@ -190,6 +191,35 @@ public final class VolpoolJob {
     return 0;
   }
 
+  /** Whether this thread's last run took its output (got past the checks that refuse a run before it starts). */
+  private static final ThreadLocal<Boolean> TOOK_OUTPUT = ThreadLocal.withInitial(() -> false);
+  /** What this thread's last failed run kept for a resume, as a line for its user; null when nothing. */
+  private static final ThreadLocal<String> KEPT = new ThreadLocal<>();
+
+  /** What this thread's last failed run kept for a resume (its tasks that committed), as a line; null when nothing. */
+  static String kept() {
+    return KEPT.get();
+  }
+
+  /**
+   * Whether this thread's last run took its output: a run refused before it (the output exists, the settings
+   * differ, another run holds it) leaves the output's status file to the run that wrote the output.
+   */
+  static boolean tookOutput() {
+    return TOOK_OUTPUT.get() || tookAny;
+  }
+
+  /** A run of this JVM took its output (read by the shutdown hook, on a thread of its own). */
+  private static volatile boolean tookAny;
+
+  /** A new run on this thread: it has taken no output, kept nothing, and no commit or signal is its yet. */
+  static void resetRunState() {
+    TOOK_OUTPUT.set(false);
+    KEPT.remove();
+    tookAny = false;
+    io.volpool.job.commit.CommitGate.reset();
+  }
+
   /**
    * Runs the job: plans it (settings checked against the input, tasks from the listing and footers),
    * runs its tasks into the output's staging, and publishes what they committed once it is checked.
@@ -197,6 +227,9 @@ public final class VolpoolJob {
    */
   public static RunSummary run(SparkSession spark, JobSettings s) throws IOException {
     long t0 = System.nanoTime();
+    io.volpool.job.commit.CommitGate.reset();
+    TOOK_OUTPUT.set(false);
+    KEPT.remove();
     Planned p = plan(spark, s);
     if (p.append() != null && p.append().nothingNew()) {
       return nothingNew(s, p, t0);
@@ -208,6 +241,8 @@ public final class VolpoolJob {
       }
     }
     OutputCommit out = OutputCommit.prepare(s.output(), s.mode(), p.conf(), p.manifest());
+    TOOK_OUTPUT.set(true);
+    tookAny = true;
     KeptTasks kept;
     try {
       p = planLikeResumed(spark, s, p, out);
@@ -217,6 +252,11 @@ public final class VolpoolJob {
       out.abort(s.mode() == OutputMode.RESUME ? "failed before its tasks: " + e : null);
       throw e;
     }
+    if (p.append() != null) {
+      out.appendingTo(p.append().existing(), p.append().added());
+    }
+    io.volpool.job.commit.KillPoints.reach(io.volpool.job.commit.KillPoints.PLANNED);
+    io.volpool.job.commit.KillPoints.watchTasks(spark.sparkContext(), p.input().tasks().size() - kept.tasks().size());
     JobMetrics metrics = JobMetrics.register(spark.sparkContext());
     // the application ID: where its executors' logs are (SPARK_HOME/work/<id>, yarn logs) and its name in the history server
     LOG.info("volpool: {} -> {} with pipeline {} (device={}), {} input file(s), {} task(s), staging in {}, application {}",
@@ -230,9 +270,9 @@ public final class VolpoolJob {
           .count());
     }
     if (out.resumes() != null) {
-      LOG.info("volpool: resuming run {}: {} of {} task(s) committed by it are kept ({} {}), {} task(s) run now",
-          out.resumes(), kept.tasks().size(), p.input().tasks().size(), kept.volumes(), p.planeRows() ? "rows" : "volumes",
-          p.input().tasks().size() - kept.tasks().size());
+      LOG.info("volpool: resuming run {}: {} of {} task(s) committed by it are kept ({}), {} task(s) run now",
+          out.resumes(), kept.tasks().size(), p.input().tasks().size(), p.planeRows() ? kept.progress() + " input rows"
+          : kept.volumes() + " volumes", p.input().tasks().size() - kept.tasks().size());
     }
     long total = p.input().progressTotal() < 0 ? -1 : Math.max(0, p.input().progressTotal() - kept.progress());
     // .npy volumes spread as ranges count when their range from plane 0 ends: their share done is in bytes
@@ -256,15 +296,31 @@ public final class VolpoolJob {
         spark.sparkContext().clearCallSite();
       }
       LOG.info(progress.finalLine());
+      io.volpool.job.commit.KillPoints.reach(io.volpool.job.commit.KillPoints.JOB_COMMITTED);
       return publish(s, p, out, jobConf, metrics, progress.timeline(), t0, kept);
     } catch (Throwable e) {
       // Spark's own exceptions are checked ones thrown from Scala: catch everything. In mode=resume the tasks that
       // committed stay for the next resume, unless the failure was the commit's own check (then nothing is trusted)
-      boolean keep = s.mode() == OutputMode.RESUME && !(e instanceof io.volpool.job.commit.CommitFailure);
+      io.volpool.job.commit.CommitGate.failed();
+      // a failed run keeps what its tasks committed (whatever its mode but append) for a rerun with mode=resume,
+      // unless the failure was the commit's own check (then nothing is trusted) or no task committed
+      int committed = -2;
+      try {
+        committed = out.committedTaskCount();
+      } catch (IOException | RuntimeException countFailed) {
+        LOG.debug("could not count the committed tasks: {}", countFailed.toString());
+      }
+      boolean keep = s.mode() != OutputMode.APPEND && !(e instanceof io.volpool.job.commit.CommitFailure)
+          && committed != 0 && committed != -2;
       out.abort(keep ? String.valueOf(e).lines().findFirst().orElse("failed") : null);
       if (keep) {
-        LOG.warn("volpool: the run failed; what its tasks committed stays in {} for the next run with {}=resume",
-            out.staging(), VolpoolOptions.MODE.key());
+        int planned = p.input().tasks().size();
+        KEPT.set((committed > 0 ? committed + " of " + planned + " task(s) committed before the failure are kept"
+            : "the tasks that committed before the failure are kept") + " (in " + out.staging() + "): rerun the same"
+            + " command with --conf " + VolpoolOptions.MODE.key() + "=resume, with the same settings and input, to run"
+            + (committed > 0 ? " only the other " + (planned - committed) : " only the rest") + " (a run in another mode, or"
+            + " after the input changed, starts over and removes them)");
+        LOG.warn("volpool: {}", KEPT.get());
       }
       throw e;
     }
@@ -305,6 +361,8 @@ public final class VolpoolJob {
    */
   private static RunSummary nothingNew(JobSettings s, Planned p, long t0) throws IOException {
     Path out = new Path(s.output());
+    // a run killed after its append landed may have left its staging, owner file and manifest
+    OutputCommit.removeDeadLeftovers(s.output(), p.conf());
     LOG.info("volpool: nothing new in {}: its {} input file(s) are all in {} already (mode=append); 0 volumes processed",
         s.input(), p.append().known(), out);
     return new RunSummary("nothing new", s.input(), s.inputFormat().toString(),
@@ -447,9 +505,20 @@ public final class VolpoolJob {
   /** Checks the settings against the input and plans the tasks; in local mode also starts the executor's warm-up. */
   private static Planned plan(SparkSession spark, JobSettings s) throws IOException {
     Configuration conf = spark.sparkContext().hadoopConfiguration();
+    for (var k : List.of(VolpoolOptions.INPUT, VolpoolOptions.OUTPUT)) {
+      String v = k.get(s.values());
+      if (v != null && v.chars().anyMatch(ch -> ch < 0x20 || ch == 0x7f)) {
+        // a newline in a path splits the lines of the logs, the status and owner files that name it
+        throw new SettingsException(k.key() + " holds a control character (a newline, tab or escape): "
+            + v.replaceAll("\\p{Cntrl}", "?") + "; name a path without one");
+      }
+    }
     OutputCommit.requireSafe(s.output(), conf);
     // before anything is read, written or deleted: the output may not be, contain or lie inside what the job reads
     PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.input(), VolpoolOptions.INPUT.key(), conf);
+    // a dead run's half-done commit (an output moved aside, an append half moved in) is finished or undone before
+    // the output is looked at: an append plans against the output as it is, never against a missing one
+    OutputCommit.recover(s.output(), conf);
     refuseLocalOutputOnCluster(spark.sparkContext().master(), s, conf);
     // in local mode the driver is the executor: what an executor would refuse is refused here, before any work
     boolean local = spark.sparkContext().master().startsWith("local");
@@ -516,8 +585,12 @@ public final class VolpoolJob {
     boolean npyInPlace = npyRanges != io.volpool.io.npy.NpyPlanesInPlace.Mode.NONE;
     // the run's manifest: what decides its results and the input it reads; its fingerprint goes into every footer
     Map<String, String> provenance = provenance(s, pipeline, files);
-    io.volpool.job.commit.RunManifest manifest = new io.volpool.job.commit.RunManifest(
-        resultSettings(s, provenance, npyOut, rowsOut), inputFiles(inputPath, listed, conf), List.of());
+    Map<String, String> result = resultSettings(s, provenance, npyOut, rowsOut);
+    // the output's columns: an append whose input would write others is refused (Appending.check)
+    result.put(io.volpool.job.commit.RunManifest.OUTPUT_SCHEMA, (layout == null ? TensorLayout.npyOutputSchema(rowsOut)
+        : layout.outputSchema(rowsOut)).toString().replaceAll("\\s+", " ").trim());
+    io.volpool.job.commit.RunManifest manifest = new io.volpool.job.commit.RunManifest(result,
+        inputFiles(inputPath, listed, conf), List.of());
     io.volpool.job.commit.Appending append = null;
     java.util.function.Predicate<org.apache.hadoop.fs.FileStatus> take = f -> true;
     if (s.mode() == OutputMode.APPEND) {
@@ -544,6 +617,12 @@ public final class VolpoolJob {
     }
     if (rowsOut && !planeRows && !npyIn) {
       PlaneRowPlanner.requireUniqueIds(s.input(), layout, conf);
+    }
+    if (append != null && append.existing() != null && layout != null && layout.hasId()) {
+      // an append never publishes an id the output holds (a renamed file, another copy of a volume)
+      Path outPath = new Path(s.output());
+      io.volpool.job.io.OutputIds.requireNew(outPath, npyOut, planeRows ? io.volpool.job.io.OutputIds.ofPlan(plan)
+          : io.volpool.job.io.OutputIds.ofInput(listed, take, conf), conf, append.existing());
     }
     manifest = manifest.withPlanning(planning.toMap(plan));
     provenance.put("volpool.fingerprint", manifest.fingerprint());
@@ -669,15 +748,57 @@ public final class VolpoolJob {
       io.volpool.io.Files2.fs(committedTo, p.conf()).delete(new Path(committedTo,
           io.volpool.io.npy.NpyPlanesInPlace.MARKERS), true);
     }
+    Map<String, Object> continued = p.append() != null ? appendTotals(p, out, committed) : kept.describe(out, p.input());
     RunSummary summary = summary(s, out, metrics, p.pipeline(), p.input(), committed, p.outSpec().metadata(),
-        (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, p.spec(), timeline,
-        p.append() != null ? p.append().describe() : kept.describe(out, p.input()));
+        (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, p.spec(), timeline, continued);
     out.writeText(SUMMARY_FILE, summary.toJson());
     // last: the manifest says which input the output holds (an append's: the output's and this run's)
     out.writeText(io.volpool.job.commit.RunManifest.FILE, (p.append() != null ? p.append().after(p.manifest(), out.id())
         : p.manifest().withRun(out.id())).toJson());
     out.commit();
     return summary;
+  }
+
+  /**
+   * An appending run's account for its summary: the input files new, known and gone, and the output's totals once
+   * this run is in (volumes, and rows and files), named apart from this run's own counts: the earlier total from the
+   * output's summary (counted from its files for an output whose summary has none), plus this run's.
+   */
+  private static Map<String, Object> appendTotals(Planned p, OutputCommit out, CommittedOutput added) throws IOException {
+    Map<String, Object> m = new LinkedHashMap<>(p.append().describe());
+    long volumes = 0;
+    long rows = 0;
+    long files = 0;
+    if (p.append().existing() != null) {
+      FileSystem fs = io.volpool.io.Files2.fs(out.output(), p.conf());
+      Path prev = new Path(out.output(), SUMMARY_FILE);
+      com.fasterxml.jackson.databind.JsonNode a = null;
+      if (fs.exists(prev)) {
+        try (var in = fs.open(prev)) {
+          a = new com.fasterxml.jackson.databind.ObjectMapper().readTree(in).path("appended");
+        } catch (IOException e) {
+          a = null;
+        }
+      }
+      if (a != null && a.has("output_volumes_total") && !out.staging().equals(out.output())) {
+        volumes = a.get("output_volumes_total").asLong();
+        rows = a.path("output_rows_total").asLong();
+        files = a.path("output_files_total").asLong();
+      } else {
+        // an output made before summaries kept totals (or on S3, where this run's files are in it already)
+        CommittedOutput had = CommittedOutput.count(out.output(), p.npyOut(), p.rowsOut(), p.conf());
+        if (out.staging().equals(out.output())) {
+          had = had.minus(added);
+        }
+        volumes = had.volumes();
+        rows = had.rows();
+        files = had.files();
+      }
+    }
+    m.put("output_volumes_total", volumes + added.volumes());
+    m.put("output_rows_total", rows + added.rows());
+    m.put("output_files_total", files + added.files());
+    return m;
   }
 
   /**

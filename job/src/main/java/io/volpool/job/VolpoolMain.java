@@ -48,6 +48,7 @@ public final class VolpoolMain {
   public static void main(String[] args) {
     Signals.install();
     int code = run(args, System.out, System.err);
+    Signals.finished = true;
     ExecutorRuntime.shutdown();
     if (Signals.caught() != null) {
       // the JVM is already shutting down (exiting with the signal's code); System.exit would block for ever
@@ -58,35 +59,52 @@ public final class VolpoolMain {
   }
 
   /**
-   * SIGINT, SIGTERM and SIGHUP while the job runs: the JVM exits with 128 + the signal's number, as a
-   * shell reports it, and the run's status file says so (not the failure the stopped Spark context
-   * causes). Spark's shutdown hook stops the context; a hook of ours waits (up to 20 s) for the main
-   * thread to write the status before the JVM exits.
+   * SIGINT, SIGTERM and SIGHUP, from the moment the settings are read: before the output's commit the JVM
+   * exits with 128 + the signal's number, as a shell reports it, and the run's FAILED line and status file
+   * say so (not the failure the stopped Spark context causes); Spark's shutdown hook stops the context, and
+   * a hook of ours waits (up to 5 s, only while tasks run) for the main thread to report before the JVM
+   * exits. Once the commit has begun the signal waits ({@link io.volpool.job.commit.CommitGate}): the
+   * commit finishes and the run reports its own end, success with exit 0, so the console, the status file
+   * and the exit code agree.
    */
   static final class Signals {
     private static volatile sun.misc.Signal caught;
     private static final java.util.concurrent.CountDownLatch DONE = new java.util.concurrent.CountDownLatch(1);
 
-    static void install() {
-      for (String name : new String[] {"INT", "TERM", "HUP"}) {
-        try {
-          sun.misc.Signal sig = new sun.misc.Signal(name);
-          sun.misc.SignalHandler[] previous = new sun.misc.SignalHandler[1];
-          previous[0] = sun.misc.Signal.handle(sig, s -> {
-            caught = s;
-            if (previous[0] != null && previous[0] != sun.misc.SignalHandler.SIG_IGN
-                && previous[0] != sun.misc.SignalHandler.SIG_DFL) {
-              previous[0].handle(s);
-            } else {
-              System.exit(128 + s.getNumber());
-            }
-          });
-        } catch (IllegalArgumentException e) {
-          // a signal this platform or JVM (-Xrs) does not let us handle
+    /** Our handler of one signal, chaining the handler it replaced (Spark's, or the JVM's). */
+    private static final class Handler implements sun.misc.SignalHandler {
+      private volatile sun.misc.SignalHandler previous;
+
+      void chain(sun.misc.SignalHandler replaced) {
+        this.previous = replaced instanceof Handler h ? h.previous : replaced;
+      }
+
+      @Override
+      public void handle(sun.misc.Signal s) {
+        if (io.volpool.job.commit.CommitGate.defer(s)) {
+          // the commit has begun: it finishes (the output is whole) and the run reports what happened
+          System.err.println("volpool: SIG" + s.getName() + " arrived during the output's commit; the commit finishes"
+              + " first, then the run ends as the commit does");
+          return;
+        }
+        caught = s;
+        if (previous != null && previous != sun.misc.SignalHandler.SIG_IGN && previous != sun.misc.SignalHandler.SIG_DFL) {
+          previous.handle(s);
+        } else {
+          System.exit(128 + s.getNumber());
         }
       }
+    }
+
+    private static final String[] NAMES = {"INT", "TERM", "HUP"};
+
+    static void install() {
+      handleAll();
       Runtime.getRuntime().addShutdownHook(new Thread(() -> {
         Running r = running;
+        if (finished) {
+          return;
+        }
         if (caught == null && r != null) {
           // neither a signal nor the end of main: Spark's handler of a fatal error in a task is exiting the JVM
           int code = 50; // Spark's code for an uncaught error; its 52 (out of memory) cannot be told apart from here
@@ -97,29 +115,71 @@ public final class VolpoolMain {
           RunStatus.write(r.settings(), r.conf(), code, why, r.appId(), r.started(), r.err());
         }
         if (caught != null) {
+          // a signal in the JVM's first second, while the main thread still reads the settings (it goes on while this
+          // hook runs): wait for them, so the run's line and status file name its output
+          for (int i = 0; i < 150 && running == null && !finished; i++) {
+            try {
+              Thread.sleep(20);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+              break;
+            }
+          }
+          r = running;
+          if (r == null && !finished && claimReport()) {
+            System.err.println("volpool: FAILED: stopped by SIG" + caught.getName() + " before the job started (exit"
+                + " code " + (128 + caught.getNumber()) + "); nothing was written");
+          }
           boolean ended;
           try {
             // the main thread reports as the job's cancellation reaches it; a task that does not stop soon (a loaded
             // machine, a long batch) must not keep the line and the status from being written before the JVM exits
-            ended = DONE.await(5, java.util.concurrent.TimeUnit.SECONDS);
+            // before the job runs (Spark still starting) nothing would end the main thread sooner: report at once
+            ended = jobRunning && DONE.await(5, java.util.concurrent.TimeUnit.SECONDS);
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             ended = false;
           }
           if (!ended && r != null && claimReport()) {
             int code = 128 + caught.getNumber();
-            r.err().println(stoppedLine(caught, r.settings().mode() == io.volpool.conf.OutputMode.RESUME));
-            RunStatus.write(r.settings(), r.conf(), code, "stopped by SIG" + caught.getName() + " while the job ran",
-                r.appId(), r.started(), r.err());
+            r.err().println(stoppedLine(caught, r.settings().mode() != io.volpool.conf.OutputMode.APPEND));
+            // the status file belongs to the run that wrote the output: one stopped before it took it leaves it
+            if (VolpoolJob.tookOutput() || !outputExists(r.settings(), r.conf())) {
+              RunStatus.write(r.settings(), r.conf(), code, "stopped by SIG" + caught.getName() + (jobStarted
+                  ? " while the job ran" : " before the job ran"), r.appId(), r.started(), r.err());
+            }
           }
         }
       }, "volpool-status-on-signal"));
+    }
+
+    /**
+     * Puts our handler on each signal, chaining whatever handles it now: called at start and again once the
+     * SparkSession exists, since a handler installed during Spark's start-up would otherwise take the signal
+     * from us.
+     */
+    static void handleAll() {
+      for (String name : NAMES) {
+        try {
+          sun.misc.Signal sig = new sun.misc.Signal(name);
+          Handler h = new Handler();
+          h.chain(sun.misc.Signal.handle(sig, h));
+        } catch (IllegalArgumentException e) {
+          // a signal this platform or JVM (-Xrs) does not let us handle
+        }
+      }
     }
 
     /** The run in progress, for a status written as the JVM exits under it. */
     record Running(JobSettings settings, SparkConf conf, String appId, java.time.Instant started, PrintStream err) {}
 
     private static volatile Running running;
+    /** The run has reported its end (success or failure): a signal after it changes nothing. */
+    static volatile boolean finished;
+    /** The job was started (and stays so): what a signal's FAILED line says it stopped. */
+    static volatile boolean jobStarted;
+    /** The job's tasks run (the main thread fails soon after the context stops, and reports itself). */
+    static volatile boolean jobRunning;
     private static final java.util.concurrent.atomic.AtomicBoolean REPORTED = new java.util.concurrent.atomic.AtomicBoolean();
 
     /** True for the one thread (main, or the shutdown hook) that reports a run stopped by a signal. */
@@ -129,8 +189,9 @@ public final class VolpoolMain {
 
     static String stoppedLine(sun.misc.Signal signal, boolean resume) {
       return "volpool: FAILED: stopped by SIG" + signal.getName() + (signal.getName().equals("INT") ? " (Ctrl-C)" : "")
-          + " while the job ran (exit code " + (128 + signal.getNumber()) + "); no output was written " + (resume
-              ? "(what its tasks committed stays for the next run with " + VolpoolOptions.MODE.key() + "=resume)"
+          + (jobStarted ? " while the job ran" : " before the job ran") + " (exit code " + (128 + signal.getNumber())
+          + "); no output was written " + (resume
+              ? "(what its tasks committed, if any, stays for a rerun with " + VolpoolOptions.MODE.key() + "=resume)"
               : "(the next run on this output removes what this one staged)");
     }
 
@@ -150,6 +211,7 @@ public final class VolpoolMain {
 
   /** Runs the job as {@link #main} would, returning the exit code instead of exiting. */
   public static int run(String[] args, PrintStream out, PrintStream err) {
+    VolpoolJob.resetRunState();
     SparkConf conf = null;
     JobSettings settings = null;
     java.time.Instant started = java.time.Instant.now();
@@ -255,6 +317,8 @@ public final class VolpoolMain {
         err.println("volpool: WARNING: " + w);
       }
       settings = new JobSettings(all);
+      // a signal from here on is reported (line and status file), also while Spark starts
+      Signals.running(new Signals.Running(settings, conf, null, started, err));
       VolpoolJob.refuseLocalOutputOnCluster(conf.get("spark.master"), settings,
           org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf));
       // a session that already exists (an embedding application, a test suite) is used and left running
@@ -267,16 +331,41 @@ public final class VolpoolMain {
       SparkSession spark = ours ? org.apache.spark.sql.classic.SparkSession.builder().config(conf).getOrCreate()
           : org.apache.spark.sql.classic.SparkSession.active();
       appId[0] = spark.sparkContext().applicationId();
+      if (ours && spark.sparkContext().uiWebUrl().isDefined()) {
+        // where the job's stages, tasks and volpool's metrics are, while it runs
+        err.println("volpool: Spark UI at " + spark.sparkContext().uiWebUrl().get() + " while the job runs");
+      }
       Signals.running(new Signals.Running(settings, conf, appId[0], started, err));
+      // Spark's start-up may have put its own handlers on the signals: ours go back on top, chaining them
+      Signals.handleAll();
+      if (Signals.caught() != null) {
+        throw new java.io.InterruptedIOException("stopped by SIG" + Signals.caught().getName() + " while Spark started");
+      }
       try {
-        RunSummary summary = VolpoolJob.run(spark, settings);
+        Signals.jobRunning = true;
+        Signals.jobStarted = true;
+        RunSummary summary;
+        try {
+          summary = VolpoolJob.run(spark, settings);
+        } finally {
+          Signals.jobRunning = false;
+        }
         out.print(summary.toText());
         Signals.running(null);
+        sun.misc.Signal late = io.volpool.job.commit.CommitGate.deferred();
+        if (late != null) {
+          err.println("volpool: SIG" + late.getName() + " arrived once the output's commit had begun; the commit"
+              + " finished, so the run succeeded (exit 0)");
+        }
         RunStatus.write(settings, conf, EXIT_OK, "succeeded: " + summary.volumesIn() + " volumes in, " + summary.volumesOut()
             + " out", spark.sparkContext().applicationId(), err);
+        err.println("volpool: SUCCEEDED: " + summary.volumesIn() + " volumes in, " + summary.volumesOut() + " out, "
+            + settings.output() + " (exit 0)");
+        io.volpool.job.commit.KillPoints.reach(io.volpool.job.commit.KillPoints.STATUS_WRITTEN);
         return EXIT_OK;
       } finally {
         if (ours) {
+          LocalTaskWarmUp.awaitEnd(10_000);
           spark.stop();
         }
       }
@@ -290,21 +379,41 @@ public final class VolpoolMain {
         if (!Signals.claimReport()) {
           return code; // the shutdown hook said it already
         }
-        err.println(Signals.stoppedLine(signal, settings != null && settings.mode() == io.volpool.conf.OutputMode.RESUME));
-        said.writeBytes(("volpool: FAILED: stopped by SIG" + signal.getName() + " while the job ran").getBytes(
+        err.println(Signals.stoppedLine(signal, settings != null && settings.mode() != io.volpool.conf.OutputMode.APPEND));
+        said.writeBytes(("volpool: FAILED: stopped by SIG" + signal.getName() + (Signals.jobStarted ? " while the job ran"
+            : " before the job ran")).getBytes(
             StandardCharsets.UTF_8));
       } else {
         code = report(t, new PrintStream(new TeeStream(err, said), true, StandardCharsets.UTF_8));
+      }
+      if (VolpoolJob.kept() != null) {
+        err.println("volpool: " + VolpoolJob.kept());
       }
       String first = said.toString(StandardCharsets.UTF_8).lines().findFirst().orElse("volpool: FAILED");
       boolean overlap = false;
       for (Throwable c = t; c != null; c = c.getCause()) {
         overlap |= c instanceof io.volpool.job.io.PathOverlap.OverlapException;
       }
-      if (settings != null && !overlap) {
+      boolean concurrent = false;
+      for (Throwable c = t; c != null; c = c.getCause()) {
+        concurrent |= c instanceof io.volpool.job.commit.ConcurrentCommitException;
+      }
+      // the status file belongs to the run that wrote the output: a run refused before taking an output that exists
+      // (or beaten to its commit by another run) reports on its console and in its exit code only
+      if (settings != null && !overlap && !((!VolpoolJob.tookOutput() || concurrent) && outputExists(settings, conf))) {
         RunStatus.write(settings, conf, code, first.replaceFirst("^volpool: FAILED: ", ""), appId[0], started, err);
       }
       return code;
+    }
+  }
+
+  /** Whether the run's output exists (false when that cannot be told). */
+  private static boolean outputExists(JobSettings s, SparkConf conf) {
+    try {
+      org.apache.hadoop.fs.Path out = new org.apache.hadoop.fs.Path(s.output());
+      return io.volpool.io.Files2.fs(out, org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf)).exists(out);
+    } catch (IOException | RuntimeException e) {
+      return false;
     }
   }
 
@@ -561,7 +670,12 @@ public final class VolpoolMain {
     return String.join("\n",
         "usage: scripts/volpool [--master URL] [--properties-file FILE] [--conf " + VolpoolOptions.PREFIX + "KEY=VALUE]...",
         "       spark-submit --class io.volpool.job.VolpoolMain [spark options] volpool-job-*-spark.jar",
-        "Runs the volpool pipeline over a dataset of 3D volumes. Settings (" + VolpoolOptions.PREFIX + "*):",
+        "       scripts/volpool report EVENT_LOG   (a finished run's summary from Spark's event log)",
+        "Runs the volpool pipeline over a dataset of 3D volumes. Exit codes: 0 done, 1 failed (worth a retry), 2 invalid"
+            + " settings, 3 bad input, 4 no usable environment (device=gpu without a GPU), 130/143 stopped by"
+            + " SIGINT/SIGTERM; the outcome is also in .NAME.volpool-status.json beside the output.",
+        "Environment (scripts/volpool): VOLPOOL_JAVA_OPTS (JVM flags, default -Xmx8g), JAVA_HOME, VOLPOOL_CLASS_ARCHIVE"
+            + " (off, or the class archive's path). Settings (" + VolpoolOptions.PREFIX + "*):",
         io.volpool.ops.Operators.markdownTable());
   }
 }

@@ -60,11 +60,12 @@ public record Appending(RunManifest existing, Set<String> added, int known, int 
   }
 
   /**
-   * Compares the input ({@code run}'s files) with what output {@code out} holds, and removes the files an
-   * appending run that did not finish left in the output.
+   * Compares the input ({@code run}'s files) with what output {@code out} holds. (What an append that did not
+   * finish left in the output is removed under the output's lock at the commit, {@code OutputCommit#checkAppendBase},
+   * never here: a concurrent append may be committing right now.)
    *
-   * @throws SettingsException when the output has no manifest, was made with other settings, or an input file
-   *     it lists has changed, each naming what differs
+   * @throws SettingsException when the output has no manifest, was made with other settings or would get other
+   *     columns, or an input file it lists has changed, each naming what differs
    */
   public static Appending check(FileSystem fs, Path out, RunManifest run) throws IOException {
     if (!OutputCommit.exists(fs, out)) {
@@ -77,11 +78,14 @@ public record Appending(RunManifest existing, Set<String> added, int known, int 
           + VolpoolOptions.MODE.key() + "=overwrite to make it again from all the input");
     }
     List<String> settings = run.settingDifferences(had);
+    // the output's columns are compared column by column below
+    settings.removeIf(d -> d.startsWith(RunManifest.OUTPUT_SCHEMA + " "));
     if (!settings.isEmpty()) {
       throw new SettingsException(VolpoolOptions.MODE.key() + "=append: output " + out + " was made with other settings,"
           + " so results added now would not match it: " + String.join("; ", settings) + ". Use the output's settings, or"
           + " set " + VolpoolOptions.MODE.key() + "=overwrite to make it again with these");
     }
+    requireSameColumns(fs, out, had, run);
     Map<String, RunManifest.InputFile> processed = new TreeMap<>();
     had.files().forEach(f -> processed.put(f.path(), f));
     Set<String> added = new java.util.TreeSet<>();
@@ -109,8 +113,49 @@ public record Appending(RunManifest existing, Set<String> added, int known, int 
     if (gone > 0) {
       LOG.info("volpool: {} file(s) processed into {} are no longer in the input; their results stay", gone, out);
     }
-    removeUnfinished(fs, out, had, added);
     return new Appending(had, added, known, gone);
+  }
+
+  /**
+   * Refuses an append whose input would write other columns than the output holds (a new file whose
+   * {@code site} is a string where the output's is int64): the output's schema from its manifest, or, for an
+   * output made before manifests kept it, from one of its data files.
+   */
+  private static void requireSameColumns(FileSystem fs, Path out, RunManifest had, RunManifest run) throws IOException {
+    String now = run.settings().get(RunManifest.OUTPUT_SCHEMA);
+    if (now == null) {
+      return;
+    }
+    String then = had.settings().get(RunManifest.OUTPUT_SCHEMA);
+    org.apache.parquet.schema.MessageType have = then != null
+        ? org.apache.parquet.schema.MessageTypeParser.parseMessageType(then) : dataFileSchema(fs, out, had);
+    if (have == null) {
+      return; // .npy output, or no data file: nothing has columns
+    }
+    List<String> diff = io.volpool.io.parquet.TensorLayout.schemaDifferences(
+        org.apache.parquet.schema.MessageTypeParser.parseMessageType(now), have, "the output");
+    if (!diff.isEmpty()) {
+      throw new SettingsException(VolpoolOptions.MODE.key() + "=append: this input's volumes would be written with"
+          + " other columns than " + out + " holds: " + String.join("; ", diff) + " (the input's columns are those of"
+          + " its first file, " + run.files().get(0).path() + "). An output holds one schema: give the new files the"
+          + " output's columns, or set " + VolpoolOptions.MODE.key() + "=overwrite to make the output again");
+    }
+  }
+
+  /** The schema of one Parquet data file of {@code out} (not a hidden or marker file); null when it has none. */
+  private static org.apache.parquet.schema.MessageType dataFileSchema(FileSystem fs, Path out, RunManifest had)
+      throws IOException {
+    RemoteIterator<LocatedFileStatus> it = fs.listFiles(out, true);
+    while (it.hasNext()) {
+      Path f = it.next().getPath();
+      String n = f.getName();
+      if (n.endsWith(".parquet") && !n.startsWith("_") && !n.startsWith(".") && !unfinished(had, n)) {
+        try (org.apache.parquet.hadoop.ParquetFileReader r = io.volpool.io.Files2.openParquet(f, fs.getConf())) {
+          return r.getFooter().getFileMetaData().getSchema();
+        }
+      }
+    }
+    return null;
   }
 
   private static Set<String> names(List<RunManifest.InputFile> files) {
@@ -124,6 +169,17 @@ public record Appending(RunManifest existing, Set<String> added, int known, int 
     return "part-" + id.substring(0, Math.min(8, id.length()));
   }
 
+  private static final java.util.regex.Pattern RUN_PART = java.util.regex.Pattern.compile("(part-[0-9a-f]{8})-r-\\d+.*");
+
+  /**
+   * Whether data file {@code name} of the output is a part of an appending run that manifest {@code had} does not
+   * name (one that died in its commit, under an older version): not the output's, and removed at the next commit.
+   */
+  public static boolean unfinished(RunManifest had, String name) {
+    java.util.regex.Matcher m = RUN_PART.matcher(name);
+    return had != null && m.matches() && had.runs().stream().noneMatch(r -> partPrefix(r).equals(m.group(1)));
+  }
+
   /**
    * Removes what an appending run that died in its commit left in the output: Parquet parts of a run
    * the manifest does not name ({@link #partPrefix}), and .npy files of the input files this run adds
@@ -131,8 +187,6 @@ public record Appending(RunManifest existing, Set<String> added, int known, int 
    * there). Any other file is left alone: a .npy a user put in the output is not the job's to remove.
    */
   static void removeUnfinished(FileSystem fs, Path out, RunManifest had, Set<String> added) throws IOException {
-    Set<String> prefixes = new java.util.HashSet<>();
-    had.runs().forEach(r -> prefixes.add(partPrefix(r)));
     Set<String> inputs = names(had.files());
     String base = fs.makeQualified(out).toUri().getPath();
     List<Path> orphans = new ArrayList<>();
@@ -144,8 +198,7 @@ public record Appending(RunManifest existing, Set<String> added, int known, int 
       if (rel.startsWith("_") || rel.startsWith(".") || rel.contains("/_") || rel.contains("/.")) {
         continue;
       }
-      java.util.regex.Matcher m = java.util.regex.Pattern.compile("(part-[0-9a-f]{8})-r-\\d+.*").matcher(n);
-      if (m.matches() && !prefixes.contains(m.group(1))) {
+      if (unfinished(had, n)) {
         orphans.add(f.getPath());
       } else if (n.toLowerCase(java.util.Locale.ROOT).endsWith(".npy") && !inputs.contains(rel) && added.contains(rel)
           && !inputs.isEmpty() && inputs.iterator().next().toLowerCase(java.util.Locale.ROOT).endsWith(".npy")) {

@@ -146,9 +146,42 @@ final class CommitLock {
         : Optional.empty();
   }
 
+  /**
+   * Takes the lock if it is free or its owner is dead, without waiting; false when a live run holds it. A
+   * run's recovery of a dead run's half-done commit takes it, so two runs never recover one at once.
+   */
+  boolean tryAcquire() throws IOException {
+    lockTaken = Instant.now();
+    for (int attempt = 0; attempt < 2; attempt++) {
+      if (createExclusive()) {
+        held = true;
+        return true;
+      }
+      Optional<String> dead = dead(fs, lock);
+      if (dead.isEmpty()) {
+        return false;
+      }
+      if (!dead.get().equals("released")) {
+        LOG.warn("volpool: taking over the commit lock {}: {}", lock, dead.get());
+        fs.delete(lock, false);
+      }
+    }
+    return false;
+  }
+
+  /**
+   * How long a commit waits for another live run's commit (or a starting run's recovery) to release the lock: 60 s
+   * (commits and recoveries are renames); the system property {@code volpool.commitLock.waitMillis} (tests) sets it.
+   */
+  static long waitMillis() {
+    return Long.getLong("volpool.commitLock.waitMillis", 60_000L);
+  }
+
   void acquire() throws IOException {
     lockTaken = Instant.now();
-    for (int attempt = 0; attempt < 3; attempt++) {
+    long until = System.currentTimeMillis() + waitMillis();
+    boolean said = false;
+    while (true) {
       if (createExclusive()) {
         held = true;
         return;
@@ -161,7 +194,21 @@ final class CommitLock {
         }
         continue;
       }
-      break;
+      // a live run holds it: commits and recoveries are renames, seconds at most
+      if (System.currentTimeMillis() > until) {
+        break;
+      }
+      if (!said) {
+        LOG.info("volpool: {} holds the commit lock of {}; waiting up to {} s for it", owner(fs, lock).orElse("another"
+            + " run"), output, waitMillis() / 1000);
+        said = true;
+      }
+      try {
+        Thread.sleep(200);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
     }
     String who = owner(fs, lock).orElse("another job");
     throw new ConcurrentCommitException(who + " is committing to " + output + " right now (lock " + lock + "); this"

@@ -6,13 +6,21 @@ import io.volpool.conf.VolpoolOptions;
 public final class ConcurrentCommitException extends CommitFailure {
   private static final long serialVersionUID = 1L;
 
+  /** What to do instead of the default advice; null for the default. */
+  private final String advice;
+
   public ConcurrentCommitException(String message) {
+    this(message, null);
+  }
+
+  public ConcurrentCommitException(String message, String advice) {
     super(message);
+    this.advice = advice;
   }
 
   @Override
   public String advice() {
-    return "the output is the other run's; rerun when it has finished (with " + VolpoolOptions.MODE.key()
+    return advice != null ? advice : "the output is the other run's; rerun when it has finished (with " + VolpoolOptions.MODE.key()
         + "=overwrite to replace it)";
   }
 }

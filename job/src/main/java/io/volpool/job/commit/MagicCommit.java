@@ -58,6 +58,27 @@ final class MagicCommit extends OutputCommit {
   /** The job commit began (files may be visible from here on) and ended ({@link #publish}). */
   private boolean committing;
   private boolean published;
+  /** An append's: the files the output held before its uploads completed; null otherwise. */
+  private Set<Path> appendedTo;
+
+  /** Every file of the output but the magic committer's folders. */
+  private Set<Path> dataFiles() throws IOException {
+    Set<Path> files = new java.util.HashSet<>();
+    for (FileStatus st : fs.listStatus(output)) {
+      if (st.getPath().getName().startsWith(MAGIC)) {
+        continue;
+      }
+      if (st.isFile()) {
+        files.add(st.getPath());
+      } else {
+        RemoteIterator<LocatedFileStatus> it = fs.listFiles(st.getPath(), true);
+        while (it.hasNext()) {
+          files.add(it.next().getPath());
+        }
+      }
+    }
+    return files;
+  }
 
   MagicCommit(FileSystem fs, Path output, String id, boolean overwrite) throws IOException {
     this(fs, output, id, overwrite, null);
@@ -175,10 +196,30 @@ final class MagicCommit extends OutputCommit {
 
   @Override
   public Path publish(Configuration jobConf) throws IOException {
+    CommitGate.enter();
+    boolean done = false;
+    try {
+      Path p = publishNow(jobConf);
+      done = true;
+      return p;
+    } finally {
+      if (!done) {
+        CommitGate.failed();
+      }
+    }
+  }
+
+  private Path publishNow(Configuration jobConf) throws IOException {
     lock.acquire();
+    if (append) {
+      // the output as this run planned against it: another run's append since is refused, before anything completes
+      checkAppendBase();
+    }
     if (exists(fs, output) && append) {
       // an appending run's files join the output as their uploads complete (one by one: S3 has no folder to swap);
-      // its manifest, written last, says they are in
+      // its manifest, written last, says they are in. What the output held before is listed, so a failure takes out
+      // only this run's files
+      appendedTo = dataFiles();
       LOG.info("volpool: adding this run's files to {} (mode=append)", output);
     } else if (exists(fs, output)) {
       if (!overwrite) {
@@ -205,13 +246,24 @@ final class MagicCommit extends OutputCommit {
   }
 
   @Override
+  public int committedTaskCount() {
+    return -1; // pending sets under the magic folder; not counted before the commit
+  }
+
+  @Override
   public void commit() throws IOException {
     if (!published) {
       throw new IllegalStateException("commit before publish of " + output);
     }
     lock.release();
-    owner.remove();
-    fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
+    // the output is committed: what is left is cleanup, which the next run on the output also does
+    try {
+      owner.remove();
+      fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("volpool: the output {} is committed; cleaning up after it failed (the next run on it does): {}", output,
+          e.toString());
+    }
   }
 
   @Override
@@ -233,7 +285,18 @@ final class MagicCommit extends OutputCommit {
     try {
       // the uploads not completed yet (all of them unless the job commit began)
       abortUploads(fs, output, id);
-      if (committing) {
+      if (committing && appendedTo != null) {
+        // an append's files completed into an output that holds others' too: only this run's go
+        int removed = 0;
+        for (Path f : dataFiles()) {
+          if (!appendedTo.contains(f)) {
+            fs.delete(f, false);
+            removed++;
+          }
+        }
+        LOG.warn("volpool: removed the {} file(s) this appending run had completed into {}; the output is as before it",
+            removed, output);
+      } else if (committing) {
         // the commit made files visible (all of them, or some before it failed), and the output held nothing
         // else (it did not exist, or its old files were deleted under the lock): they are not an output
         fs.delete(output, true);

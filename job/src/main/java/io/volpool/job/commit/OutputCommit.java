@@ -32,6 +32,7 @@ import org.apache.hadoop.fs.Path;
  * output as it was are {@link CommitFailure}s.
  */
 public abstract sealed class OutputCommit implements AutoCloseable permits RenameCommit, MagicCommit {
+  private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(OutputCommit.class);
   /** The infix of a run's staging folder and owner file beside the output: {@code .NAME.volpool-staging-ID}. */
   static final String STAGING = ".volpool-staging-";
   /** The suffix of a run's manifest beside the output ({@code .NAME.volpool-staging-ID.manifest.json}). */
@@ -53,6 +54,11 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
    * remove them (the driver decides, {@link #abort(String)}).
    */
   boolean keepCommitted;
+  /**
+   * Under append: the runs the output's manifest named when this run planned (empty: no output then, null: not
+   * set). The commit re-reads the manifest under the lock and refuses when another run changed it since.
+   */
+  private List<String> appendBase;
 
   OutputCommit(FileSystem fs, Path output, String id, boolean overwrite, Path staging, boolean rewriteToTouch,
       String resumes) throws IOException {
@@ -62,7 +68,7 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
     this.overwrite = overwrite;
     this.resumes = resumes;
     this.lock = new CommitLock(fs, output, id, staging.getName(), rewriteToTouch);
-    this.owner = new RunOwner(fs, output, id, rewriteToTouch, lock);
+    this.owner = new RunOwner(fs, output, id, rewriteToTouch, lock, overwrite);
   }
 
   /**
@@ -108,6 +114,16 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
       // before the existence check: a dead run's upload folder inside the output is not an output
       MagicCommit.removeDeadUploads(fs, out, resumes);
     }
+    if (resume && resumes == null && manifest != null) {
+      LOG.info("volpool: {}=resume: no unfinished run on {} with these settings and input; every task runs",
+          VolpoolOptions.MODE.key(), out);
+    }
+    if (resume && resumes != null && exists(fs, out) && RunOwner.replaces(fs, RunOwner.of(out, resumes))) {
+      // the run resumed was replacing the output (mode=overwrite): this one finishes it, so it replaces it too
+      overwrite = true;
+      LOG.info("volpool: run {} was replacing {} (mode=overwrite); this run resumes it and replaces the output at its"
+          + " commit", resumes, out);
+    }
     if (exists(fs, out) && !overwrite && mode != io.volpool.conf.OutputMode.APPEND) {
       if (resume) {
         RunManifest done = RunManifest.read(fs, out);
@@ -132,7 +148,8 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
       c = new RenameCommit(fs, out, id, overwrite, resumes);
     }
     c.append = mode == io.volpool.conf.OutputMode.APPEND;
-    c.keepCommitted = resume;
+    // a failed run keeps what its tasks committed, whatever its mode but append, for a rerun with mode=resume
+    c.keepCommitted = mode != io.volpool.conf.OutputMode.APPEND;
     if (resumes != null) {
       c.resumedManifest = RunManifest.read(fs, out.getParent(), manifestName(out, resumes));
     }
@@ -159,6 +176,62 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
     } else {
       RenameCommit.recoverReplaced(fs, out);
       RenameCommit.removeDeadStaging(fs, out, null);
+    }
+  }
+
+  /**
+   * Finishes or undoes what a dead run left half done on {@code output} (an overwrite or an append killed
+   * between its renames): called before the output is looked at, so a run never plans against an output
+   * that is moved aside. Never touches a live run's files.
+   */
+  public static void recover(String output, Configuration conf) throws IOException {
+    Path out = new Path(output);
+    FileSystem fs = io.volpool.io.Files2.fs(out, conf);
+    out = fs.makeQualified(out);
+    if (out.getParent() != null && fs.exists(out.getParent()) && !MagicCommit.applies(fs)) {
+      RenameCommit.recoverReplaced(fs, out);
+    }
+  }
+
+  /**
+   * An appending run planned against {@code existing} (the output's manifest then; null: no output then): what
+   * the commit expects to find under the lock.
+   */
+  public void appendingTo(RunManifest existing, java.util.Set<String> added) {
+    appendBase = existing == null ? List.of() : List.copyOf(existing.runs());
+    appendExisting = existing;
+    appendAdded = java.util.Set.copyOf(added);
+  }
+
+  private RunManifest appendExisting;
+  private java.util.Set<String> appendAdded;
+
+  /**
+   * Under the lock, before an append changes the output: refuses when another run made, replaced or added to
+   * the output since this run planned, since this run's files were chosen by the output's manifest then and
+   * would be added twice or beside files that replaced them.
+   *
+   * @throws ConcurrentCommitException naming both states and what to do
+   */
+  void checkAppendBase() throws IOException {
+    if (appendBase == null) {
+      return;
+    }
+    boolean there = exists(fs, output);
+    RunManifest now = there ? RunManifest.read(fs, output) : null;
+    List<String> runsNow = now == null ? List.of() : now.runs();
+    boolean same = appendBase.isEmpty() ? !there : there && runsNow.equals(appendBase);
+    if (!same) {
+      throw new ConcurrentCommitException("another run changed " + output + " while this appending run ran (planned"
+          + " against " + (appendBase.isEmpty() ? "no output" : "run(s) " + String.join(", ", appendBase)) + "; the"
+          + " output now " + (!there ? "is gone" : now == null ? "has no manifest" : "holds run(s) "
+          + String.join(", ", runsNow)) + "); nothing of this run was added, so no volume is in it twice",
+          "rerun the same command (" + VolpoolOptions.MODE.key() + "=append) once the other run has finished: it adds"
+          + " the input the output still lacks");
+    }
+    if (appendExisting != null) {
+      // under the lock, on the output as planned: what an older version's append that did not finish left in it
+      Appending.removeUnfinished(fs, output, appendExisting, appendAdded);
     }
   }
 
@@ -240,6 +313,9 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
   public void rewriteManifest(RunManifest m) throws IOException {
     m.write(fs, output.getParent(), manifestName(output, id));
   }
+
+  /** How many tasks of this run have committed so far (-1 when the store cannot tell without its commit). */
+  public abstract int committedTaskCount() throws IOException;
 
   /** Removes every kept task's committed work: a resumed run whose tasks cannot be matched runs them all. */
   public void dropAllTasks() throws IOException {

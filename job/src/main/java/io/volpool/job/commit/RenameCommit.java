@@ -2,6 +2,8 @@ package io.volpool.job.commit;
 
 import io.volpool.io.Files2;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -90,6 +92,18 @@ final class RenameCommit extends OutputCommit {
     return kept;
   }
 
+  @Override
+  public int committedTaskCount() throws IOException {
+    if (!fs.exists(committedTasks())) {
+      return 0;
+    }
+    int n = 0;
+    for (FileStatus st : fs.listStatus(committedTasks())) {
+      n += st.isDirectory() && taskIndex(st.getPath().getName()) >= 0 ? 1 : 0;
+    }
+    return n;
+  }
+
   /** The task number of a committed task's folder ({@code task_<job>_r_000012}: 12), or -1. */
   static int taskIndex(String name) {
     java.util.regex.Matcher m = java.util.regex.Pattern.compile("task_.*_[rm]_(\\d{6,})").matcher(name);
@@ -125,12 +139,32 @@ final class RenameCommit extends OutputCommit {
 
   @Override
   public void commit() throws IOException {
+    CommitGate.enter();
+    boolean done = false;
+    try {
+      commitNow();
+      done = true;
+    } finally {
+      if (!done) {
+        CommitGate.failed();
+      }
+    }
+  }
+
+  private void commitNow() throws IOException {
     if (!fs.exists(staging)) {
       fs.mkdirs(staging);
     }
     lock.acquire();
     Path old = null;
     try {
+      // a run that moved the output aside and died while this one ran: its output goes back (or its append is
+      // finished) before this commit looks at the output, so it is never taken for missing
+      recoverReplaced(fs, output, true);
+      if (append) {
+        // the output as this run planned against it: another run's append, or first append, since is refused here
+        checkAppendBase();
+      }
       if (append && fs.exists(output)) {
         appendToOutput();
         return;
@@ -147,6 +181,7 @@ final class RenameCommit extends OutputCommit {
           throw new IOException("could not move the old output " + output + " aside (mode=overwrite); the new result"
               + " stays in " + staging);
         }
+        KillPoints.reach(KillPoints.MOVED_ASIDE);
       }
       if (fs.exists(output)) {
         throw new ConcurrentCommitException("output " + output + " reappeared while this job replaced it");
@@ -158,59 +193,194 @@ final class RenameCommit extends OutputCommit {
         throw new IOException("could not rename " + staging + " to " + output + (old == null ? "" : "; the old output"
             + " stays in " + old));
       }
+      KillPoints.reach(KillPoints.MOVED_IN);
     } finally {
-      lock.release();
+      if (lock.held()) {
+        lock.release();
+      }
     }
-    if (old != null) {
-      fs.delete(old, true);
+    // the output is in place: what is left is cleanup, which the next run on the output also does
+    try {
+      if (old != null) {
+        fs.delete(old, true);
+      }
+      owner.remove();
+      fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("volpool: the output {} is committed; cleaning up after it failed (the next run on it does): {}", output,
+          e.toString());
     }
-    owner.remove();
-    fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
   }
 
+  /** The journal of an appending run's commit beside the output: {@code .NAME.volpool-staging-ID.journal}. */
+  static Path journal(Path output, String id) {
+    return new Path(output.getParent(), "." + output.getName() + STAGING + id + JOURNAL);
+  }
+
+  static final String JOURNAL = ".journal";
+
   /**
-   * An appending run's commit, under the lock: the output is moved aside in one rename, this run's files
-   * are moved into it (its summary and, last, its manifest replacing the output's), and it is renamed back.
-   * A reader sees the old output, none (while the new files are moved in: one rename each), or the new one,
-   * never a part; a run killed in between has the old output put back by the next run
-   * ({@link #recoverReplaced}), and the files it had moved in, which its manifest does not name, removed
-   * by the next append ({@link Appending}).
+   * An appending run's commit, under the lock: the output is moved aside in one rename, this run's data files
+   * are moved into it, then its manifest (the commit point: from here on the output holds this run), then its
+   * summary and success marker, and the output is renamed back. Before the first move the run writes a journal
+   * of the entries it moves in (none of which the output holds: the clash check). A reader sees the old output,
+   * none, or the new one, never a part. A failure before the manifest moved takes the moved entries out again;
+   * a run killed in between has its work undone (or, past its manifest, finished) by the next run on the output
+   * ({@link #recoverReplaced}), before that run looks at the output.
    */
   private void appendToOutput() throws IOException {
     Path aside = new Path(staging.getParent(), staging.getName() + REPLACED);
-    try {
-      String clash = clash(staging, output);
-      if (clash != null) {
-        throw new IOException("the output " + output + " holds " + clash + " already, which this appending run also"
-            + " wrote; nothing was added (the run's files stay in " + staging + " until the next run on the output)");
-      }
-      if (!fs.rename(output, aside)) {
-        throw new IOException("could not move the output " + output + " aside to add this run's files; they stay in "
-            + staging);
-      }
-      try {
-        Path manifest = new Path(staging, RunManifest.FILE);
-        for (FileStatus st : fs.listStatus(staging)) {
-          if (!st.getPath().equals(manifest)) {
-            moveInto(st, aside);
-          }
-        }
-        if (fs.exists(manifest)) {
-          moveInto(fs.getFileStatus(manifest), aside);
-        }
-      } finally {
-        // back in place, whatever happened: files moved in before a failure are not in its manifest, so the next
-        // append removes them
-        if (!fs.rename(aside, output)) {
-          throw new IOException("could not move " + aside + " back to " + output + " (the next run on it will)");
-        }
-      }
-      fs.delete(staging, true);
-    } finally {
-      lock.release();
+    Path journal = journal(output, id);
+    String clash = clash(staging, output);
+    if (clash != null) {
+      throw new IOException("the output " + output + " holds " + clash + " already, which this appending run also"
+          + " wrote; nothing was added (the run's files stay in " + staging + " until the next run on the output)");
     }
-    owner.remove();
-    fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
+    Path manifest = new Path(staging, RunManifest.FILE);
+    List<String> moves = new ArrayList<>();
+    for (FileStatus st : fs.listStatus(staging)) {
+      if (!replaceable(st.getPath().getName())) {
+        moves(st, output, "", moves);
+      }
+    }
+    writeJournal(fs, journal, moves);
+    if (!fs.rename(output, aside)) {
+      fs.delete(journal, false);
+      throw new IOException("could not move the output " + output + " aside to add this run's files; they stay in "
+          + staging);
+    }
+    KillPoints.reach(KillPoints.MOVED_ASIDE);
+    Path had = new Path(aside, RunManifest.FILE);
+    Path before = manifestBefore(aside, id);
+    boolean committed = false;
+    Throwable failure = null;
+    try {
+      for (FileStatus st : fs.listStatus(staging)) {
+        if (!replaceable(st.getPath().getName())) {
+          moveInto(st, aside);
+        }
+      }
+      KillPoints.reach(KillPoints.MOVED_IN);
+      // the manifest replaced by two renames, the output's kept under a name the recovery knows until this run's is in
+      if (fs.exists(had) && !fs.rename(had, before)) {
+        throw new IOException("could not move the output's manifest " + had + " aside");
+      }
+      if (!fs.rename(manifest, had)) {
+        throw new IOException("could not move this run's manifest " + manifest + " into " + aside);
+      }
+      committed = true;
+      KillPoints.reach(KillPoints.MANIFEST_WRITTEN);
+      try {
+        fs.delete(before, false);
+        for (FileStatus st : fs.listStatus(staging)) {
+          moveInto(st, aside);
+        }
+      } catch (IOException | RuntimeException e) {
+        // past the commit point: the output holds this run; its summary or marker is late, not wrong
+        LOG.warn("volpool: the append is committed, but its summary or marker could not be moved into {}: {}", output,
+            e.toString());
+      }
+    } catch (IOException | RuntimeException | Error e) {
+      failure = e;
+    }
+    if (!committed) {
+      // nothing of this run may stay in the output: its manifest does not name it
+      try {
+        undo(fs, aside, moves);
+        if (fs.exists(before) && !fs.exists(had)) {
+          fs.rename(before, had);
+        }
+      } catch (IOException | RuntimeException e) {
+        if (failure != null) {
+          failure.addSuppressed(e);
+        }
+        failure = failure == null ? e : failure;
+      }
+    }
+    // back in place, whatever happened (the lock is held until it is: commitNow releases it)
+    if (!fs.rename(aside, output)) {
+      IOException back = new IOException("could not move " + aside + " back to " + output + " (the next run on it will)");
+      if (failure != null) {
+        back.addSuppressed(failure);
+      }
+      throw back;
+    }
+    if (failure != null) {
+      if (failure instanceof IOException io) {
+        throw io;
+      }
+      if (failure instanceof RuntimeException re) {
+        throw re;
+      }
+      throw (Error) failure;
+    }
+    KillPoints.reach(KillPoints.MOVED_BACK);
+    lock.release();
+    // the append is in: what is left is cleanup, which the next run on the output also does
+    try {
+      fs.delete(journal, false);
+      fs.delete(staging, true);
+      owner.remove();
+      fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("volpool: the append is committed; cleaning up after it failed (the next run on {} does it): {}", output,
+          e.toString());
+    }
+  }
+
+  /** Where an append keeps the output's manifest while it replaces it: {@code _volpool_manifest.json.before-ID}. */
+  static Path manifestBefore(Path dir, String id) {
+    return new Path(dir, RunManifest.FILE + ".before-" + id);
+  }
+
+  /**
+   * The entries that moving {@code from} into folder {@code dir} adds there, by path relative to the output
+   * ({@code prefix}), as {@link Files2#merge} moves them: a file, or a folder {@code dir} lacks, whole; a folder
+   * it has, entry by entry.
+   */
+  private void moves(FileStatus from, Path dir, String prefix, List<String> out) throws IOException {
+    String name = from.getPath().getName();
+    Path target = Files2.child(dir, name);
+    if (from.isDirectory() && fs.exists(target)) {
+      for (FileStatus c : fs.listStatus(from.getPath())) {
+        moves(c, target, prefix + name + "/", out);
+      }
+    } else {
+      out.add(prefix + name);
+    }
+  }
+
+  private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
+
+  private static void writeJournal(FileSystem fs, Path journal, List<String> moves) throws IOException {
+    try (java.io.OutputStream os = fs.create(journal, true)) {
+      os.write(JSON.writeValueAsBytes(java.util.Map.of("format", 1, "moved_in", moves)));
+    }
+  }
+
+  private static List<String> readJournal(FileSystem fs, Path journal) throws IOException {
+    try (java.io.InputStream in = fs.open(journal)) {
+      com.fasterxml.jackson.databind.JsonNode root = JSON.readTree(in);
+      List<String> moves = new ArrayList<>();
+      if (root == null || !root.path("moved_in").isArray()) {
+        throw new IOException(journal + " is not an append journal volpool wrote");
+      }
+      root.get("moved_in").forEach(n -> moves.add(n.asText()));
+      return moves;
+    }
+  }
+
+  /** Deletes from {@code dir} the journaled entries an append moved in; returns how many were there. */
+  private static int undo(FileSystem fs, Path dir, List<String> moves) throws IOException {
+    int n = 0;
+    for (String rel : moves) {
+      Path p = new Path(dir.toString() + "/" + rel);
+      if (fs.exists(p)) {
+        fs.delete(p, true);
+        n++;
+      }
+    }
+    return n;
   }
 
   /** The first file below {@code from} (relative) that folder {@code dir} holds too, but for the run's summary and manifest; null if none. */
@@ -306,8 +476,8 @@ final class RenameCommit extends OutputCommit {
     int removed = 0;
     for (FileStatus st : fs.listStatus(out.getParent())) {
       String n = st.getPath().getName();
-      if (!n.startsWith(prefix) || n.endsWith(".owner") || n.endsWith(MANIFEST)) {
-        continue;
+      if (!n.startsWith(prefix) || n.endsWith(".owner") || n.endsWith(MANIFEST) || n.endsWith(JOURNAL)) {
+        continue; // a journal goes with the recovery of its append (recoverReplaced)
       }
       if (keep != null && (n.equals(prefix + keep) || n.startsWith(prefix + keep + "."))) {
         continue;
@@ -364,17 +534,25 @@ final class RenameCommit extends OutputCommit {
   /**
    * An old output moved aside ({@code .NAME.volpool-staging-ID.replaced}) by a commit whose run then
    * died: if the new output landed, the old one is deleted; if the run died between its two renames
-   * (no output now), the old output is put back, so a kill never loses the output it was replacing.
-   * Left alone while its run is alive (it is committing right now).
+   * (no output now), the old output is put back, so a kill never loses the output it was replacing. An
+   * appending run's (it left a journal): the entries it moved in are taken out again unless its manifest
+   * was in (then its summary and marker are moved in too), so the output holds the append whole or not at
+   * all. Left alone while its run is alive (it is committing right now).
    */
   static void recoverReplaced(FileSystem fs, Path out) throws IOException {
+    recoverReplaced(fs, out, false);
+  }
+
+  /** As above; {@code lockHeld}: the caller holds the output's lock (a commit, before it changes the output). */
+  static void recoverReplaced(FileSystem fs, Path out, boolean lockHeld) throws IOException {
     String prefix = "." + out.getName() + STAGING;
     for (FileStatus st : fs.listStatus(out.getParent())) {
       String n = st.getPath().getName();
-      if (!n.startsWith(prefix) || !n.endsWith(REPLACED)) {
+      if (!n.startsWith(prefix) || !(n.endsWith(REPLACED) || n.endsWith(JOURNAL))) {
         continue;
       }
-      Path ownerFile = new Path(st.getPath().getParent(), n.substring(0, n.length() - REPLACED.length()) + ".owner");
+      String run = n.substring(prefix.length(), n.length() - (n.endsWith(REPLACED) ? REPLACED : JOURNAL).length());
+      Path ownerFile = RunOwner.of(out, run);
       Optional<String> dead;
       try {
         dead = fs.exists(ownerFile) ? RunOwner.deadBecause(fs, st, ownerFile) : Optional.of("its run finished");
@@ -384,14 +562,101 @@ final class RenameCommit extends OutputCommit {
       if (dead.isEmpty()) {
         continue;
       }
-      if (fs.exists(out)) {
-        LOG.warn("volpool: removing {}, the output {} replaced by a run that died before removing it ({})", st.getPath(),
-            out, dead.get());
-        fs.delete(st.getPath(), true);
-      } else if (fs.rename(st.getPath(), out)) {
-        LOG.warn("volpool: restored the output {} from {}: a run ({}) moved it aside to replace it and died before its"
-            + " new output landed", out, st.getPath(), dead.get());
+      Path journal = journal(out, run);
+      if (n.endsWith(REPLACED)) {
+        if (lockHeld) {
+          recoverAside(fs, out, st.getPath(), run, journal, dead.get());
+          continue;
+        }
+        // under the output's lock: another run starting now may be recovering the same output
+        CommitLock lock = new CommitLock(fs, out, "recovery-" + java.util.UUID.randomUUID(), n, false);
+        long until = System.nanoTime() + 120_000_000_000L;
+        while (!lock.tryAcquire()) {
+          if (!fs.exists(st.getPath()) || System.nanoTime() > until) {
+            break;
+          }
+          try {
+            Thread.sleep(100);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            break;
+          }
+        }
+        if (!lock.held()) {
+          if (fs.exists(st.getPath())) {
+            throw new ConcurrentCommitException("another run holds the lock of " + out + " while " + st.getPath()
+                + ", left by a dead run, waits to be put back; nothing was done");
+          }
+          continue; // the run holding the lock put it back
+        }
+        try {
+          if (fs.exists(st.getPath())) {
+            recoverAside(fs, out, st.getPath(), run, journal, dead.get());
+          }
+        } finally {
+          lock.release();
+        }
+        continue;
+      }
+      if (n.endsWith(JOURNAL)) {
+        // an append's journal: what it names is in an output moved aside (handled with it), or the append got its
+        // output back in place and died before deleting the journal
+        if (!fs.exists(new Path(out.getParent(), prefix + run + REPLACED))) {
+          fs.delete(journal, false);
+        }
+        continue;
       }
     }
+  }
+
+  /** Finishes or undoes the commit of dead run {@code run}, which left {@code aside} (the caller holds the output's lock). */
+  private static void recoverAside(FileSystem fs, Path out, Path aside, String run, Path journal, String why)
+      throws IOException {
+    String prefix = "." + out.getName() + STAGING;
+    if (fs.exists(out)) {
+      if (fs.exists(journal)) {
+        // an append's output moved aside, and another output in its place: neither is thrown away
+        throw new IOException("output " + out + " exists, and " + aside + " holds the output an appending run (" + why
+            + ") moved aside before it died: another run made the output meanwhile. Nothing was removed; compare the two"
+            + " and keep one (rename it to " + out.getName() + "), then rerun");
+      }
+      LOG.warn("volpool: removing {}, the output {} replaced by a run that died before removing it ({})", aside,
+          out, why);
+      fs.delete(aside, true);
+      return;
+    }
+    if (fs.exists(journal)) {
+      Path had = new Path(aside, RunManifest.FILE);
+      Path before = manifestBefore(aside, run);
+      RunManifest m = fs.exists(had) ? RunManifest.read(fs, aside) : null;
+      if (m != null && m.runs().contains(run)) {
+        // past its commit point: the append is in; its summary and marker follow
+        Path staging = new Path(out.getParent(), prefix + run);
+        if (fs.exists(staging)) {
+          for (FileStatus f : fs.listStatus(staging)) {
+            if (replaceable(f.getPath().getName())) {
+              Files2.merge(fs, f, aside, existing -> { });
+            }
+          }
+        }
+        fs.delete(before, false);
+        LOG.warn("volpool: finished the commit of appending run {} on {}, which died after its manifest was in ({})",
+            run, out, why);
+      } else {
+        int undone = undo(fs, aside, readJournal(fs, journal));
+        if (!fs.exists(had) && fs.exists(before) && !fs.rename(before, had)) {
+          throw new IOException("could not put the manifest " + before + " back to " + had);
+        }
+        LOG.warn("volpool: took the {} entries an appending run {} had moved into {} out again: it died before its"
+            + " commit ({}); the output is as before that run", undone, run, out, why);
+      }
+    }
+    if (!fs.rename(aside, out)) {
+      throw new IOException("could not put the output " + aside + ", which a run (" + why + ") moved aside and died, back"
+          + " to " + out + "; nothing else was done: rename it back by hand, then rerun");
+    }
+    LOG.warn("volpool: restored the output {} from {}: a run ({}) moved it aside to change it and died before it"
+        + " was back", out, aside, why);
+    fs.delete(journal, false);
   }
 }

@@ -158,6 +158,9 @@ public record RunManifest(Map<String, String> settings, List<InputFile> files, L
     return out;
   }
 
+  /** The setting holding the output's Parquet schema (one line), by which an append's columns are checked. */
+  public static final String OUTPUT_SCHEMA = "volpool.output.schema";
+
   private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
   public String toJson() {

@@ -38,7 +38,9 @@ final class RunOwner {
   private final ScheduledExecutorService heartbeat;
 
   /** Writes the owner file of run {@code id} on {@code output} and starts its heartbeat, which also touches {@code lock}. */
-  RunOwner(FileSystem fs, Path output, String id, boolean rewriteToTouch, CommitLock lock) throws IOException {
+  RunOwner(FileSystem fs, Path output, String id, boolean rewriteToTouch, CommitLock lock, boolean replaces)
+      throws IOException {
+    this.replaces = replaces;
     this.fs = fs;
     this.file = of(output, id);
     this.output = output;
@@ -90,6 +92,24 @@ final class RunOwner {
   }
 
   private String ended;
+  /** The run replaces the output (mode=overwrite): a run resuming it does too. */
+  private final boolean replaces;
+
+  /** Whether the run of owner file {@code ownerFile} was to replace its output (mode=overwrite). */
+  static boolean replaces(FileSystem fs, Path ownerFile) {
+    Properties p = new Properties();
+    try (InputStream in = fs.open(ownerFile)) {
+      p.load(in);
+    } catch (IOException | IllegalArgumentException e) {
+      return false;
+    }
+    return "true".equals(p.getProperty("replaces"));
+  }
+
+  /** A value for the owner file: one line, as Properties reads it back (a path may hold what a line break would split). */
+  private static String escape(String v) {
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r");
+  }
 
   /** The run has ended: no more heartbeats, and the owner file goes (a failure to delete it is logged). */
   void remove() {
@@ -145,8 +165,9 @@ final class RunOwner {
   private void write() throws IOException {
     ProcessHandle me = ProcessHandle.current();
     String text = "host=" + host() + "\npid=" + me.pid() + "\nprocessStart="
-        + me.info().startInstant().map(Instant::toString).orElse("") + "\nstarted=" + started + "\noutput=" + output
-        + "\n" + (ended == null ? "" : "ended=" + ended.replace('\n', ' ') + "\n");
+        + me.info().startInstant().map(Instant::toString).orElse("") + "\nstarted=" + started + "\noutput="
+        + escape(output.toString()) + "\nreplaces=" + replaces + "\n" + (ended == null ? "" : "ended=" + escape(ended)
+        + "\n");
     try (OutputStream os = fs.create(file, true)) {
       os.write(text.getBytes(StandardCharsets.UTF_8));
     }

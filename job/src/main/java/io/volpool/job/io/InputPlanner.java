@@ -71,6 +71,7 @@ public final class InputPlanner {
     FileStatus st = fs.getFileStatus(root);
     List<FileStatus> out = new ArrayList<>();
     if (st.isFile()) {
+      requireRegular(fs, st.getPath(), "input file");
       out.add(st);
       return out;
     }
@@ -98,6 +99,25 @@ public final class InputPlanner {
     }
     out.sort(Comparator.comparing(f -> f.getPath().toString()));
     return out;
+  }
+
+  /**
+   * Refuses a local path that is not a regular file (a named pipe, socket or device), which Hadoop's local
+   * filesystem lists as a file: reading a pipe waits for a writer for ever, a device never ends.
+   *
+   * @throws SettingsException naming the path and what it is
+   */
+  public static void requireRegular(FileSystem fs, Path p, String what) {
+    if (!"file".equals(fs.getScheme())) {
+      return;
+    }
+    java.nio.file.Path local = java.nio.file.Paths.get(p.toUri().getPath());
+    if (java.nio.file.Files.exists(local) && !java.nio.file.Files.isRegularFile(local)
+        && !java.nio.file.Files.isDirectory(local)) {
+      throw new io.volpool.conf.SettingsException(what + " " + local + " is not a regular file (a named pipe, socket or"
+          + " device), which would block or never end when read; volpool reads regular files only: " + (what.startsWith(
+              "input") ? "remove it or move it out of " + io.volpool.conf.VolpoolOptions.INPUT.key() : "name a regular file"));
+    }
   }
 
   /**
@@ -137,6 +157,7 @@ public final class InputPlanner {
           }
           dirs.push(f.getPath());
         } else {
+          requireRegular(fs, f.getPath(), "input file");
           out.add(f);
         }
       }
