@@ -34,10 +34,11 @@ public final class EventLogReport {
    *     GPU's time: an executor runs on one)}
    * @param peakBudgetBytes the most of the memory budget any task saw in use; -1 when the log does not say
    * @param peakHeapBytes the largest heap in use any task sampled; -1 when the log does not say
+   * @param device the run's {@code spark.volpool.device} (what ran the kernels), or null when the log does not say
    */
   public record Report(String app, String description, double wallSeconds, long volumesRead, long volumesWritten,
       long bytesIn, long bytesOut, Map<String, Double> phaseSeconds, Map<String, long[]> executors,
-      long peakBudgetBytes, long peakHeapBytes) {}
+      long peakBudgetBytes, long peakHeapBytes, String device) {}
 
   private EventLogReport() {}
 
@@ -81,6 +82,7 @@ public final class EventLogReport {
     long start = -1;
     long end = -1;
     String description = null;
+    String device = null;
     java.util.Set<Integer> stages = new java.util.HashSet<>();
     Map<String, Double> phases = new LinkedHashMap<>();
     Map<String, Long> counts = new LinkedHashMap<>();
@@ -96,9 +98,12 @@ public final class EventLogReport {
               start = e.path("Timestamp").asLong();
             }
             case "SparkListenerApplicationEnd" -> end = e.path("Timestamp").asLong();
+            case "SparkListenerEnvironmentUpdate" -> device = e.path("Spark Properties").has("spark.volpool.device")
+                ? e.path("Spark Properties").path("spark.volpool.device").asText() : "auto (the default)";
             case "SparkListenerJobStart" -> {
               String d = e.path("Properties").path("spark.job.description").asText(null);
-              if (d != null && d.startsWith("volpool ")) {
+              // the job's own stage, not the local warm-up's ("volpool warm-up: N empty tasks ...")
+              if (d != null && d.startsWith("volpool ") && !d.startsWith("volpool warm-up")) {
                 description = d;
                 for (JsonNode s : e.path("Stage IDs")) {
                   stages.add(s.asInt());
@@ -161,7 +166,7 @@ public final class EventLogReport {
     return new Report(app, description, start >= 0 && end >= start ? (end - start) / 1e3 : -1,
         counts.getOrDefault("volpool.volumesRead", 0L), counts.getOrDefault("volpool.volumesWritten", 0L),
         counts.getOrDefault("volpool.bytesIn", 0L), counts.getOrDefault("volpool.bytesOut", 0L), ordered, executors,
-        counts.getOrDefault("volpool.peakBudgetBytes", -1L), counts.getOrDefault("volpool.peakHeapBytes", -1L));
+        counts.getOrDefault("volpool.peakBudgetBytes", -1L), counts.getOrDefault("volpool.peakHeapBytes", -1L), device);
   }
 
   /** The report as the run's summary prints its figures. */
@@ -185,7 +190,10 @@ public final class EventLogReport {
         r.peakBudgetBytes() < 0 ? "unknown" : String.format("%.1f MiB", r.peakBudgetBytes() / 1048576.0),
         r.peakHeapBytes() < 0 ? "unknown" : String.format("%.1f MiB", r.peakHeapBytes() / 1048576.0)));
     out.println("  executors:");
+    // the kernels' time is the GPU's with device=gpu, the CPU backend's threads' with device=cpu
+    String kernels = r.device() == null ? "in kernels" : r.device().equals("gpu") ? "in GPU kernels"
+        : r.device().equals("cpu") ? "in CPU kernels" : "in kernels (device=" + r.device() + ")";
     r.executors().forEach((k, v) -> out.println(String.format("    %-24s %5d tasks, %8.2f task-s, %d volumes read, %.3f s"
-        + " in GPU kernels", k, v[0], v[1] / 1e3, v[2], v[3] / 1e3)));
+        + " %s", k, v[0], v[1] / 1e3, v[2], v[3] / 1e3, kernels)));
   }
 }

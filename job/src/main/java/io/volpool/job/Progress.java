@@ -203,7 +203,7 @@ final class Progress extends SparkListener implements AutoCloseable {
     } else {
       sb.append(' ').append(unit);
     }
-    sb.append(String.format(", %.2f GB/s in, %,.0f %s/s", bytes / secs / 1e9, rate, unit));
+    sb.append(", ").append(throughput(bytes / secs)).append(String.format(" in, %,.0f %s/s", rate, unit));
     // the rate of the last RECENT_SECONDS: start-up (and a slow first wave) does not stretch the estimate
     double recent = byBytes ? recentRate(bytes, Timeline.Sample::bytes) : recentRate(vols, Timeline.Sample::volumes);
     long todo = byBytes ? totalBytes : total;
@@ -251,5 +251,12 @@ final class Progress extends SparkListener implements AutoCloseable {
     stop = true;
     thread.interrupt();
     sc.removeSparkListener(this);
+  }
+
+  /** Bytes per second in the unit that shows them: {@code 1.23 GB/s}, else {@code 45.6 MB/s} (never {@code 0.00 GB/s}). */
+  static String throughput(double bytesPerSecond) {
+    return bytesPerSecond >= 1e9 ? String.format(java.util.Locale.ROOT, "%.2f GB/s",
+        bytesPerSecond / 1e9) : bytesPerSecond >= 1e6 || bytesPerSecond == 0 ? String.format(java.util.Locale.ROOT, "%.1f MB/s",
+        bytesPerSecond / 1e6) : String.format(java.util.Locale.ROOT, "%.1f kB/s", bytesPerSecond / 1e3);
   }
 }

@@ -194,7 +194,11 @@ class SparkUiTest {
     java.io.ByteArrayOutputStream text = new java.io.ByteArrayOutputStream();
     EventLogReport.print(r, new java.io.PrintStream(text, true, java.nio.charset.StandardCharsets.UTF_8));
     assertThat(text.toString(java.nio.charset.StandardCharsets.UTF_8)).contains("volumes       2 read, 2 written")
-        .contains("kernels").contains("peak budget").contains("in GPU kernels");
+        .contains("kernels").contains("peak budget")
+        .contains(conf.get("spark.volpool.device").equals("gpu") ? "in GPU kernels" : "in CPU kernels");
+    // the local warm-up's empty tasks are not the job's
+    assertThat(r.executors().values().iterator().next()[0]).as("the job's tasks (one file each)").isEqualTo(
+        summary.get("files_out").asLong());
   }
 
   /**
