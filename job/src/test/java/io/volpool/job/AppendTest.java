@@ -101,7 +101,7 @@ class AppendTest {
 
   /**
    * An append's .npy files (named by id: one flat folder) join the output's, names holding {@code :} too; a name the
-   * output holds already is refused before anything moves, naming it, and the output stays as it was.
+   * output holds already is refused before any task runs, naming it, and the output stays as it was.
    */
   @Test
   void anAppendAddsNpyFilesToTheOutputAndRefusesANameItHolds(@TempDir Path tmp) throws Exception {
@@ -122,8 +122,9 @@ class AppendTest {
     byte[] kept = Files.readAllBytes(out.resolve("scan:1.npy"));
     acrossRows(tmp, day, "c", "scan:1");
     SparkTests.Result c = run(conf);
-    assertThat(c.code()).as(c.out() + c.err()).isNotZero();
-    assertThat(c.err()).contains("holds scan:1.npy already, which this appending run also wrote");
+    // refused before any task runs (round 3, C): the output holds that volume's id
+    assertThat(c.code()).as(c.out() + c.err()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
+    assertThat(c.err()).contains("bad record id=scan:1: the output holds this volume already (scan:1.npy)");
     assertThat(npy(out)).containsExactly("scan:1.npy", "scan:2.npy", "scan:3.npy");
     assertThat(Files.readAllBytes(out.resolve("scan:1.npy"))).as("the old file, not the run's").isEqualTo(kept);
   }

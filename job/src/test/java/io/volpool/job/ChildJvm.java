@@ -68,13 +68,21 @@ final class ChildJvm {
 
   /** Starts {@code VolpoolMain} with {@code --master master} and {@code --conf} entries. */
   static Child start(String heap, String master, Map<String, String> conf, Path log) throws IOException {
+    return start(heap, master, conf, log, List.of());
+  }
+
+  /** As above, with {@code jvmOptions} (e.g. a test kill point, {@code -Dvolpool.test.killAt=moved_in:TERM}). */
+  static Child start(String heap, String master, Map<String, String> conf, Path log, List<String> jvmOptions)
+      throws IOException {
     List<String> args = new ArrayList<>(List.of("--master", master, "--conf", "spark.ui.enabled=false",
         "--conf", "spark.driver.host=127.0.0.1"));
     conf.forEach((k, v) -> {
       args.add("--conf");
       args.add(k + "=" + v);
     });
-    ProcessBuilder pb = new ProcessBuilder(command(heap, VolpoolMain.class.getName(), args));
+    List<String> cmd = new ArrayList<>(command(heap, VolpoolMain.class.getName(), args));
+    cmd.addAll(1, jvmOptions);
+    ProcessBuilder pb = new ProcessBuilder(cmd);
     pb.redirectErrorStream(true);
     pb.redirectOutput(log.toFile());
     pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");

@@ -85,7 +85,7 @@ class HardeningRound2Test {
       f.setLength(f.length() + (8L << 30)); // a real header, 8 GiB of trailing bytes
     }
     Map<String, String> expected = Map.of(huge.toString(), "header length 0 is outside 2..",
-        padded.toString(), "(the tensors must fill the data section exactly)", "/dev/zero", "header length 0 is outside 2..");
+        padded.toString(), "(the tensors must fill the data section exactly)");
     for (var e : expected.entrySet()) {
       Map<String, String> conf = HardeningTest.identity(in, tmp.resolve("out"), "pipeline", "fused",
           "fused.weights", e.getKey());
@@ -185,12 +185,10 @@ class HardeningRound2Test {
     RunStatus.write(settings, null, 1, "output appeared", null, java.time.Instant.now().minusSeconds(60),
         new java.io.PrintStream(new java.io.ByteArrayOutputStream()));
     assertThat(Files.readString(status)).isEqualTo(winner);
-    // a later failure on that output (a run that started after it) is its own status
+    // a later run refused before it took the output (it exists): the status stays the output's writer's (round 3, 3.)
     SparkTests.Result later = SparkTests.run(HardeningTest.identity(in, out));
     assertThat(later.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
-    assertThat(Files.readString(status)).contains("\"status\" : \"failed\"");
-    assertThat(RunStatus.read(new org.apache.hadoop.fs.Path(status.toUri()), new org.apache.hadoop.conf.Configuration())
-        .get("application_id")).as("the application of a failure after Spark started").isNotNull();
+    assertThat(Files.readString(status)).isEqualTo(winner);
     try (var s = Files.list(tmp)) {
       assertThat(s.map(p -> p.getFileName().toString())).noneMatch(n -> n.endsWith(".tmp"));
     }

@@ -57,5 +57,13 @@ class PyarrowExampleTest {
     assertThat(r.code()).as(r.err()).isZero();
     assertThat(r.out()).contains("volumes       1 in, 1 out").contains("rows          6 in, 2 out");
     assertThat(python("read", out.toString())).isEqualTo(wrote);
+    // the reader takes each row's dtype: every output dtype reads back as PyTorch's conversion of the volume
+    for (String dtype : List.of("float16", "bfloat16")) {
+      Path o = tmp.resolve("out-" + dtype);
+      SparkTests.Result d = SparkTests.run(SparkTests.conf("input", in.toString(), "output", o.toString(),
+          "pipeline", "identity", "output.rowBytes", "1m", "device", "cpu", "output.dtype", dtype));
+      assertThat(d.code()).as(d.err()).isZero();
+      assertThat(python("read", o.toString())).as(dtype).isEqualTo(python("write-digest", dtype, "2,40,64,64"));
+    }
   }
 }

@@ -107,7 +107,7 @@ class ResumeTest {
     run.process().destroy(); // SIGTERM
     assertThat(run.process().waitFor(120, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
     assertThat(run.process().exitValue()).as(run.output()).isEqualTo(143);
-    assertThat(run.output()).contains("stays for the next run with spark.volpool.output.mode=resume");
+    assertThat(run.output()).contains("stays for a rerun with spark.volpool.output.mode=resume");
     assertThat(CrashTest.committedTasks(out)).as("committed tasks after the job abort").isGreaterThanOrEqualTo(committed);
     ChildJvm.Child r = ChildJvm.start("2g", "local[2]", resume, tmp.resolve("resumed.log"));
     assertThat(r.waitFor(300)).as(r.output()).isZero();

@@ -137,13 +137,71 @@ class OutputCommitTest {
     OutputCommit live = OutputCommit.prepare(tmp.resolve("out").toString(), true, CONF);
     assertThat(lockFile(tmp)).exists();
     live.writeText("z", "z");
-    org.assertj.core.api.Assertions.assertThatThrownBy(live::commit)
-        .isInstanceOf(ConcurrentCommitException.class)
-        .hasMessageContaining("the run of process " + me.pid() + " on " + host + " (started 2026-12-01T00:00:00Z) is"
-            + " committing to");
+    // the commit waits for a live holder (60 s by default), then gives up naming it
+    System.setProperty("volpool.commitLock.waitMillis", "1500");
+    long t0 = System.nanoTime();
+    try {
+      org.assertj.core.api.Assertions.assertThatThrownBy(live::commit)
+          .isInstanceOf(ConcurrentCommitException.class)
+          .hasMessageContaining("the run of process " + me.pid() + " on " + host + " (started 2026-12-01T00:00:00Z)"
+              + " is committing to");
+    } finally {
+      System.clearProperty("volpool.commitLock.waitMillis");
+    }
+    assertThat((System.nanoTime() - t0) / 1e9).as("it waited for the holder").isGreaterThanOrEqualTo(1.4);
     live.abort();
     assertThat(lockFile(tmp)).exists();
     assertThat(names(tmp.resolve("out"))).containsExactly("x");
+  }
+
+  /**
+   * An append killed between the two renames of the manifest (the output's moved to {@code .before-ID}, its own not
+   * in yet): the recovery takes its files out and puts the output's manifest back; killed after them, it finishes
+   * the append; an output made meanwhile beside a moved-aside append is refused, neither removed.
+   */
+  @Test
+  void anAppendKilledAroundItsManifestIsUndoneOrFinished(@TempDir Path tmp) throws Exception {
+    String id = "aaaaaaaa-0000-0000-0000-000000000001";
+    for (boolean pastCommit : new boolean[] {false, true}) {
+      Path dir = tmp.resolve(String.valueOf(pastCommit));
+      Files.createDirectories(dir);
+      Path aside = diedReplacing(dir, id); // holds old-part
+      RunManifest old = new RunManifest(java.util.Map.of("k", "v"), List.of(), List.of("r0"), java.util.Map.of());
+      Files.writeString(aside.resolve("part-aaaaaaaa-r-00000.parquet"), "new"); // moved in by the append
+      Path staging = dir.resolve(".out" + OutputCommit.STAGING + id);
+      Files.createDirectories(staging);
+      Files.writeString(staging.resolve("_volpool_summary.json"), "{}");
+      if (pastCommit) {
+        Files.writeString(aside.resolve(RunManifest.FILE), old.plus(List.of(), id).toJson());
+      } else {
+        Files.writeString(aside.resolve(RunManifest.FILE + ".before-" + id), old.toJson());
+        Files.writeString(staging.resolve(RunManifest.FILE), old.plus(List.of(), id).toJson());
+      }
+      Files.writeString(dir.resolve(".out" + OutputCommit.STAGING + id + RenameCommit.JOURNAL),
+          "{\"format\":1,\"moved_in\":[\"part-aaaaaaaa-r-00000.parquet\"]}");
+      OutputCommit.recover(dir.resolve("out").toString(), CONF);
+      Path out = dir.resolve("out");
+      RunManifest now = RunManifest.read(org.apache.hadoop.fs.FileSystem.getLocal(CONF),
+          new org.apache.hadoop.fs.Path(out.toUri()));
+      if (pastCommit) {
+        assertThat(names(out)).as("finished").contains("old-part", "part-aaaaaaaa-r-00000.parquet",
+            "_volpool_summary.json");
+        assertThat(now.runs()).containsExactly("r0", id);
+      } else {
+        assertThat(names(out)).as("undone").containsExactlyInAnyOrder("old-part", RunManifest.FILE);
+        assertThat(now.runs()).as("the output's manifest back").containsExactly("r0");
+      }
+      assertThat(names(dir)).noneMatch(n -> n.endsWith(RenameCommit.JOURNAL) || n.endsWith(RenameCommit.REPLACED));
+    }
+    // another output made while the append's was moved aside: nothing is removed, the run is refused
+    Path dir = tmp.resolve("both");
+    Files.createDirectories(dir.resolve("out"));
+    Path aside = diedReplacing(dir, id);
+    Files.writeString(dir.resolve(".out" + OutputCommit.STAGING + id + RenameCommit.JOURNAL),
+        "{\"format\":1,\"moved_in\":[]}");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> OutputCommit.recover(dir.resolve("out").toString(), CONF))
+        .hasMessageContaining("holds the output an appending run").hasMessageContaining("Nothing was removed");
+    assertThat(aside.resolve("old-part")).exists();
   }
 
   /** A run that died in its commit: staging and owner left, the old output moved aside as .replaced. */
