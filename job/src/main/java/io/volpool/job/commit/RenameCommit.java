@@ -507,8 +507,10 @@ final class RenameCommit extends OutputCommit {
         String runId = n.substring(prefix.length(), n.length() - MANIFEST.length());
         Path ownerFile = RunOwner.of(out, runId);
         try {
-          if (!runId.equals(keep) && RunOwner.deadBecause(fs, st, ownerFile).isPresent()
-              && !fs.exists(new Path(out.getParent(), prefix + runId))) {
+          // a run writes its owner file before its manifest and removes it first when it ends: a manifest with
+          // neither staging nor owner file is an ended run's, whatever its age
+          if (!runId.equals(keep) && !fs.exists(new Path(out.getParent(), prefix + runId))
+              && (!fs.exists(ownerFile) || RunOwner.deadBecause(fs, st, ownerFile).isPresent())) {
             fs.delete(st.getPath(), false);
             fs.delete(ownerFile, false);
           }

@@ -96,11 +96,16 @@ class OutputCommitTest {
     fakeRun(tmp, "alive-here", host, me.pid(), myStart, 0);
     fakeRun(tmp, "silent-elsewhere", "other-host", 1, "x", RunOwner.STALE_MILLIS + 60_000);
     fakeRun(tmp, "beating-elsewhere", "other-host", 1, "x", 1_000);
+    // a fresh manifest with neither staging nor owner file: an ended run's, removed whatever its age
+    Files.writeString(tmp.resolve(".out" + OutputCommit.STAGING + "ended" + OutputCommit.MANIFEST), "{}");
+    // a live run's manifest (its owner file beats) stays
+    Files.writeString(tmp.resolve(".out" + OutputCommit.STAGING + "beating-elsewhere" + OutputCommit.MANIFEST), "{}");
     int removed = RenameCommit.removeDeadStaging(FileSystem.getLocal(CONF),
         new org.apache.hadoop.fs.Path(tmp.resolve("out").toUri()));
     assertThat(removed).isEqualTo(3);
     assertThat(names(tmp)).containsExactly(".out" + OutputCommit.STAGING + "alive-here",
         ".out" + OutputCommit.STAGING + "alive-here.owner", ".out" + OutputCommit.STAGING + "beating-elsewhere",
+        ".out" + OutputCommit.STAGING + "beating-elsewhere" + OutputCommit.MANIFEST,
         ".out" + OutputCommit.STAGING + "beating-elsewhere.owner");
   }
 
