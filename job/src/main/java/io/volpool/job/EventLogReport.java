@@ -98,8 +98,9 @@ public final class EventLogReport {
               start = e.path("Timestamp").asLong();
             }
             case "SparkListenerApplicationEnd" -> end = e.path("Timestamp").asLong();
-            case "SparkListenerEnvironmentUpdate" -> device = e.path("Spark Properties").has("spark.volpool.device")
-                ? e.path("Spark Properties").path("spark.volpool.device").asText() : "auto (the default)";
+            case "SparkListenerEnvironmentUpdate" -> device = e.path("Spark Properties").has(
+                io.volpool.conf.VolpoolOptions.DEVICE.key()) ? e.path("Spark Properties").path(
+                io.volpool.conf.VolpoolOptions.DEVICE.key()).asText() : "auto (the default)";
             case "SparkListenerJobStart" -> {
               String d = e.path("Properties").path("spark.job.description").asText(null);
               // the job's own stage, not the local warm-up's ("volpool warm-up: N empty tasks ...")

@@ -122,7 +122,7 @@ class AppendTest {
     byte[] kept = Files.readAllBytes(out.resolve("scan:1.npy"));
     acrossRows(tmp, day, "c", "scan:1");
     SparkTests.Result c = run(conf);
-    // refused before any task runs (round 3, C): the output holds that volume's id
+    // refused before any task runs: the output holds that volume's id
     assertThat(c.code()).as(c.out() + c.err()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
     assertThat(c.err()).contains("bad record id=scan:1: the output holds this volume already (scan:1.npy)");
     assertThat(npy(out)).containsExactly("scan:1.npy", "scan:2.npy", "scan:3.npy");

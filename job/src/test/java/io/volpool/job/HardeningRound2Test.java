@@ -185,7 +185,7 @@ class HardeningRound2Test {
     RunStatus.write(settings, null, 1, "output appeared", null, java.time.Instant.now().minusSeconds(60),
         new java.io.PrintStream(new java.io.ByteArrayOutputStream()));
     assertThat(Files.readString(status)).isEqualTo(winner);
-    // a later run refused before it took the output (it exists): the status stays the output's writer's (round 3, 3.)
+    // a later run refused before it took the output (it exists): the status stays the output's writer's
     SparkTests.Result later = SparkTests.run(HardeningTest.identity(in, out));
     assertThat(later.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
     assertThat(Files.readString(status)).isEqualTo(winner);

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Hardening round 3 (issue 48): what a hostile user did to append and resume, and to long jobs that fail,
+ * Hardening round 3: what a hostile user did to append and resume, and to long jobs that fail,
  * each as the user did it. The kill-point matrix ({@link KillPointMatrixTest}) stops runs at every step.
  */
 class HardeningRound3Test {
