@@ -177,6 +177,8 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
       RenameCommit.recoverReplaced(fs, out);
       RenameCommit.removeDeadStaging(fs, out, null);
     }
+    // and the commit lock of a run killed after its output was back in place, before it released it
+    CommitLock.check(fs, out);
   }
 
   /**
