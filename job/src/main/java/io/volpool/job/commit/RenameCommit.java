@@ -199,10 +199,19 @@ final class RenameCommit extends OutputCommit {
         lock.release();
       }
     }
-    // the output is in place: what is left is cleanup, which the next run on the output also does
+    cleanUpCommitted(old);
+  }
+
+  /**
+   * After the commit point: removes {@code leftovers} (null ones skipped), the owner file and the manifest beside
+   * the output. Never throws: the output is committed, and the next run on it does what is left.
+   */
+  private void cleanUpCommitted(Path... leftovers) {
     try {
-      if (old != null) {
-        fs.delete(old, true);
+      for (Path p : leftovers) {
+        if (p != null) {
+          fs.delete(p, true);
+        }
       }
       owner.remove();
       fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
@@ -316,16 +325,7 @@ final class RenameCommit extends OutputCommit {
     }
     KillPoints.reach(KillPoints.MOVED_BACK);
     lock.release();
-    // the append is in: what is left is cleanup, which the next run on the output also does
-    try {
-      fs.delete(journal, false);
-      fs.delete(staging, true);
-      owner.remove();
-      fs.delete(new Path(output.getParent(), manifestName(output, id)), false);
-    } catch (IOException | RuntimeException e) {
-      LOG.warn("volpool: the append is committed; cleaning up after it failed (the next run on {} does it): {}", output,
-          e.toString());
-    }
+    cleanUpCommitted(journal, staging);
   }
 
   /** Where an append keeps the output's manifest while it replaces it: {@code _volpool_manifest.json.before-ID}. */
