@@ -30,6 +30,7 @@ import org.apache.spark.sql.api.java.UDF4;
 import org.apache.spark.sql.api.java.UDF5;
 import org.apache.spark.sql.api.java.UDF6;
 import org.apache.spark.sql.api.java.UDF7;
+import org.apache.spark.sql.api.java.UDF8;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
@@ -37,14 +38,19 @@ import org.apache.spark.sql.types.StructType;
  * volpool inside any Spark application. {@link #transform} runs a pipeline over a DataFrame of
  * volumes, in batches, on the GPU or the CPU, and returns a DataFrame whose other columns pass
  * through, to filter, join or write anywhere. {@link #register} adds SQL functions that pool one
- * volume per call (on the CPU, since single volumes cannot fill a GPU batch). Settings use the job's
+ * volume per call (on the CPU, since single volumes cannot fill a GPU batch), any stored dtype, with the
+ * session's rescale and output dtype. Settings use the job's
  * names ({@code spark.volpool.pipeline}, {@code fused.weights}, ...; the prefix may be left out); the
  * session's {@code spark.volpool.*} settings are the defaults, explicit options override them.
  */
 public final class Volpool {
-  /** The struct the SQL functions return: the output shape and its little-endian float32 bytes. */
+  /**
+   * The struct the SQL functions return, as {@link #transform}'s columns: the output shape, its dtype
+   * ({@code spark.volpool.output.dtype}) and its little-endian bytes.
+   */
   public static final StructType RESULT = new StructType()
       .add("shape", DataTypes.createArrayType(DataTypes.IntegerType, false), false)
+      .add("dtype", DataTypes.StringType, false)
       .add("data", DataTypes.BinaryType, false);
 
   private Volpool() {}
@@ -104,34 +110,56 @@ public final class Volpool {
 
   /**
    * Registers every operator's SQL functions ({@code io.volpool.ops.Operators}), e.g.
-   * {@code volpool_avgpool3d(data, shape, kernel, stride, padding)},
-   * {@code volpool_maxpool3d(data, shape, kernel_size, stride, padding)} and
-   * {@code volpool_fused(data, shape, 'model.safetensors')}, each returning {@code struct<shape, data>}.
-   * A bad volume or argument fails the query naming the rule, as the job does.
+   * {@code volpool_avgpool3d(data, shape, dtype, kernel, stride, padding)},
+   * {@code volpool_maxpool3d(data, shape, dtype, kernel_size, stride, padding)} and
+   * {@code volpool_fused(data, shape, dtype, 'model.safetensors')}, each returning
+   * {@code struct<shape, dtype, data>}. {@code data}, {@code shape} and {@code dtype} are a volume's
+   * columns in the binary layout (any dtype the job reads); the session's rescale constants
+   * ({@code spark.volpool.input.rescale.slope}, {@code .intercept}) and output dtype apply, as in
+   * {@link #transform}. A bad volume or argument fails the query naming the rule, as the job does.
    */
   public static void register(SparkSession spark) {
+    register(spark, Map.of());
+  }
+
+  /** {@link #register(SparkSession)} with {@code options} over the session's settings, as {@link #transform} takes them. */
+  public static void register(SparkSession spark, Map<String, String> options) {
+    JobSettings s = JobSettings.forTransform(sessionSettings(spark), options);
+    if (s.rescale().perRow()) {
+      throw new SettingsException("Volpool.register: the SQL functions take the rescale constants ("
+          + io.volpool.conf.VolpoolOptions.INPUT_RESCALE_SLOPE.key() + ", "
+          + io.volpool.conf.VolpoolOptions.INPUT_RESCALE_INTERCEPT.key() + "), not rescale columns ("
+          + io.volpool.conf.VolpoolOptions.INPUT_RESCALE_SLOPE_COLUMN.key() + ", "
+          + io.volpool.conf.VolpoolOptions.INPUT_RESCALE_INTERCEPT_COLUMN.key() + "): unset them for register, or use"
+          + " Volpool.transform, which reads each row's columns");
+    }
+    Values v = new Values(s.rescale().fixed(), s.outputDtype());
     for (SqlFunction f : Operators.sqlFunctions()) {
-      // the closures capture the function's name only: Spark serializes them into every task that reads a
-      // table (a file scan, unlike a local relation, is not evaluated on the driver), and an operator's
+      // the closures capture the function's name and the values only: Spark serializes them into every task that
+      // reads a table (a file scan, unlike a local relation, is not evaluated on the driver), and an operator's
       // SqlFunction and builder are not serializable; the task looks the function up by name
       String fn = f.name();
       int n = f.params().size();
       switch (n) {
-        case 1 -> spark.udf().register(fn, (UDF3<byte[], scala.collection.Seq<Object>, Object, Row>)
-            (data, shape, a) -> run(fn, data, shape, a), RESULT);
-        case 2 -> spark.udf().register(fn, (UDF4<byte[], scala.collection.Seq<Object>, Object, Object, Row>)
-            (data, shape, a, b) -> run(fn, data, shape, a, b), RESULT);
-        case 3 -> spark.udf().register(fn, (UDF5<byte[], scala.collection.Seq<Object>, Object, Object, Object, Row>)
-            (data, shape, a, b, c) -> run(fn, data, shape, a, b, c), RESULT);
-        case 4 -> spark.udf().register(fn, (UDF6<byte[], scala.collection.Seq<Object>, Object, Object, Object, Object,
-            Row>) (data, shape, a, b, c, d) -> run(fn, data, shape, a, b, c, d), RESULT);
-        case 5 -> spark.udf().register(fn, (UDF7<byte[], scala.collection.Seq<Object>, Object, Object, Object, Object,
-            Object, Row>) (data, shape, a, b, c, d, e) -> run(fn, data, shape, a, b, c, d, e), RESULT);
-        default -> throw new IllegalStateException(fn + " takes " + n + " arguments after data and shape; register"
-            + " handles 1 to 5");
+        case 1 -> spark.udf().register(fn, (UDF4<byte[], scala.collection.Seq<Object>, String, Object, Row>)
+            (data, shape, dtype, a) -> run(fn, v, data, shape, dtype, a), RESULT);
+        case 2 -> spark.udf().register(fn, (UDF5<byte[], scala.collection.Seq<Object>, String, Object, Object, Row>)
+            (data, shape, dtype, a, b) -> run(fn, v, data, shape, dtype, a, b), RESULT);
+        case 3 -> spark.udf().register(fn, (UDF6<byte[], scala.collection.Seq<Object>, String, Object, Object, Object,
+            Row>) (data, shape, dtype, a, b, c) -> run(fn, v, data, shape, dtype, a, b, c), RESULT);
+        case 4 -> spark.udf().register(fn, (UDF7<byte[], scala.collection.Seq<Object>, String, Object, Object, Object,
+            Object, Row>) (data, shape, dtype, a, b, c, d) -> run(fn, v, data, shape, dtype, a, b, c, d), RESULT);
+        case 5 -> spark.udf().register(fn, (UDF8<byte[], scala.collection.Seq<Object>, String, Object, Object, Object,
+            Object, Object, Row>) (data, shape, dtype, a, b, c, d, e) -> run(fn, v, data, shape, dtype, a, b, c, d, e),
+            RESULT);
+        default -> throw new IllegalStateException(fn + " takes " + n + " arguments after data, shape and dtype;"
+            + " register handles 1 to 5");
       }
     }
   }
+
+  /** What every SQL call of one registration applies: the input rescale and the output dtype. */
+  private record Values(io.volpool.format.Rescale rescale, io.volpool.format.Dtype out) implements java.io.Serializable {}
 
   /** Every operator's SQL functions by name, in the JVM that runs the call. */
   private static final class Functions {
@@ -235,7 +263,8 @@ public final class Volpool {
   static final java.util.concurrent.atomic.AtomicLong RUNS = new java.util.concurrent.atomic.AtomicLong();
 
   /** The last call of this thread: its inputs and result. */
-  private record Last(long task, String key, int[] shape, byte[] data, Row result) {}
+  private record Last(long task, String key, io.volpool.format.ValueType type, Values values, int[] shape, byte[] data,
+      Row result) {}
 
   /**
    * Spark's optimizer inlines a struct-valued function into each field read of it ({@code r.shape},
@@ -244,45 +273,51 @@ public final class Volpool {
    */
   private static final ThreadLocal<Last> LAST = new ThreadLocal<>();
 
-  private static Row run(String fn, byte[] data, scala.collection.Seq<Object> shape, Object... args) {
+  private static Row run(String fn, Values v, byte[] data, scala.collection.Seq<Object> shape, String dtype,
+      Object... args) {
     SqlFunction f = Functions.get(fn);
     if (data == null || shape == null) {
       return null;
     }
-    List<Object> dims = scala.jdk.javaapi.CollectionConverters.asJava(shape);
-    if (dims.size() != 4) {
-      throw new IllegalArgumentException("volpool: shape must have 4 dimensions [C, D, H, W], got " + dims);
-    }
-    VolumeShape in = VolumeShape.of(dims.stream().mapToInt(o -> ((Number) o).intValue()).toArray());
-    if (data.length != in.numel() * 4) {
-      throw new IllegalArgumentException("volpool: data holds " + data.length + " bytes but shape " + in + " of float32"
-          + " needs " + in.numel() * 4);
-    }
+    String record = fn + " call";
+    VolumeShape in = io.volpool.io.RowRules.shape(record, scala.jdk.javaapi.CollectionConverters.asJava(shape));
+    io.volpool.format.ValueType type = io.volpool.io.RowRules.dtype(record, dtype);
+    io.volpool.io.RowRules.length(record, in, type, data.length);
     String key = fn + java.util.Arrays.toString(args);
     Last last = LAST.get();
-    if (last != null && last.key().equals(key) && java.util.Arrays.equals(last.shape(), in.toArray())
-        && java.util.Arrays.equals(last.data(), data)) {
+    if (last != null && last.key().equals(key) && last.type().equals(type) && last.values().equals(v)
+        && java.util.Arrays.equals(last.shape(), in.toArray()) && java.util.Arrays.equals(last.data(), data)) {
       return last.result();
     }
     Pipeline p = Pipeline.of(stage(f, args));
-    float[] x = new float[(int) in.numel()];
-    ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN).asFloatBuffer().get(x);
+    int numel = Math.toIntExact(in.numel());
+    ByteBuffer wide = ByteBuffer.allocate(numel * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    type.widen(ByteBuffer.wrap(data), numel, wide, v.rescale());
+    float[] x = new float[numel];
+    wide.flip().asFloatBuffer().get(x);
     VolumeShape os = p.outputShape(in);
     float[] y = io.volpool.exec.ExecutorRuntime.runOneOnCpu(p, in, x);
     RUNS.incrementAndGet();
-    ByteBuffer out = ByteBuffer.allocate(y.length * 4).order(ByteOrder.LITTLE_ENDIAN);
-    out.asFloatBuffer().put(y);
+    ByteBuffer out = ByteBuffer.allocate(y.length * v.out().itemSize()).order(ByteOrder.LITTLE_ENDIAN);
+    if (v.out() == io.volpool.format.Dtype.FLOAT32) {
+      out.asFloatBuffer().put(y);
+    } else {
+      for (float e : y) {
+        out.putShort(io.volpool.format.Narrow.to(v.out(), e));
+      }
+    }
     List<Integer> s = new ArrayList<>();
     for (int d : os.toArray()) {
       s.add(d);
     }
-    Row result = RowFactory.create(scala.jdk.javaapi.CollectionConverters.asScala(s).toSeq(), out.array());
+    Row result = RowFactory.create(scala.jdk.javaapi.CollectionConverters.asScala(s).toSeq(), v.out().numpyName(),
+        out.array());
     org.apache.spark.TaskContext tc = org.apache.spark.TaskContext.get();
     long task = tc == null ? -1 : tc.taskAttemptId();
     if (tc != null && (last == null || last.task() != task)) {
       tc.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener) ctx -> LAST.remove());
     }
-    LAST.set(new Last(task, key, in.toArray(), data, result));
+    LAST.set(new Last(task, key, type, v, in.toArray(), data, result));
     return result;
   }
 }

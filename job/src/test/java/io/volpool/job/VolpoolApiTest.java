@@ -141,15 +141,16 @@ class VolpoolApiTest {
     long n = t.count();
     org.apache.spark.sql.Column d = functions.col("data");
     org.apache.spark.sql.Column s = functions.col("shape");
+    org.apache.spark.sql.Column dt = functions.col("dtype");
     org.apache.spark.sql.Column three = functions.lit(3);
     org.apache.spark.sql.Column two = functions.lit(2);
     org.apache.spark.sql.Column one = functions.lit(1);
     Map<String, org.apache.spark.sql.Column> calls = new java.util.LinkedHashMap<>();
-    calls.put("volpool_avgpool3d", functions.callUDF("volpool_avgpool3d", d, s, three, two, one));
-    calls.put("volpool_avgpool3d_full", functions.callUDF("volpool_avgpool3d_full", d, s, three, two, one,
+    calls.put("volpool_avgpool3d", functions.callUDF("volpool_avgpool3d", d, s, dt, three, two, one));
+    calls.put("volpool_avgpool3d_full", functions.callUDF("volpool_avgpool3d_full", d, s, dt, three, two, one,
         functions.lit(false), functions.lit(true)));
-    calls.put("volpool_maxpool3d", functions.callUDF("volpool_maxpool3d", d, s, three, two, one));
-    calls.put("volpool_maxpool3d_full", functions.callUDF("volpool_maxpool3d_full", d, s, three, two, one,
+    calls.put("volpool_maxpool3d", functions.callUDF("volpool_maxpool3d", d, s, dt, three, two, one));
+    calls.put("volpool_maxpool3d_full", functions.callUDF("volpool_maxpool3d_full", d, s, dt, three, two, one,
         functions.lit(1), functions.lit(false)));
     Golden.Case fused = Golden.get("fused_seed");
     calls.put("volpool_fused", null);
@@ -159,7 +160,7 @@ class VolpoolApiTest {
     for (var e : calls.entrySet()) {
       Dataset<Row> table = e.getValue() == null ? parquetRows(fused) : t;
       org.apache.spark.sql.Column call = e.getValue() == null
-          ? functions.callUDF("volpool_fused", d, s, functions.lit(fused.model().toString())) : e.getValue();
+          ? functions.callUDF("volpool_fused", d, s, dt, functions.lit(fused.model().toString())) : e.getValue();
       List<Row> got = table.select(functions.col("id"), call.getField("shape"), call.getField("data")).collectAsList();
       assertThat(got).as(e.getKey()).hasSize((int) (e.getValue() == null ? table.count() : n));
       for (Row r : got) {
@@ -224,18 +225,8 @@ class VolpoolApiTest {
     Volpool.register(SparkTests.spark());
     for (Golden.Case c : Golden.cases()) {
       table.apply(c).createOrReplaceTempView("vols");
-      String call;
-      if (c.op().equals("avgpool3d")) {
-        JsonNode a = c.avgParams();
-        call = "volpool_avgpool3d_full(data, shape, " + a.get("kernel_size") + ", " + a.get("stride") + ", "
-            + a.get("padding") + ", " + a.get("ceil_mode") + ", " + a.get("count_include_pad") + ")";
-      } else if (c.op().equals("maxpool3d")) {
-        JsonNode m = c.maxParams();
-        call = "volpool_maxpool3d_full(data, shape, " + m.get("kernel_size") + ", " + m.get("stride") + ", "
-            + m.get("padding") + ", " + m.get("dilation") + ", " + m.get("ceil_mode") + ")";
-      } else if (c.name().equals("fused_seed")) {
-        call = "volpool_fused(data, shape, '" + c.model() + "')";
-      } else {
+      String call = sqlCall(c);
+      if (call == null) {
         continue;
       }
       List<Row> got = SparkTests.spark().sql("SELECT id, " + call + ".data FROM vols").collectAsList();
@@ -243,10 +234,104 @@ class VolpoolApiTest {
     }
     Golden.Case seed = Golden.get("avgpool_seed_small");
     table.apply(seed).createOrReplaceTempView("vols");
-    assertThat(SparkTests.spark().sql("SELECT volpool_avgpool3d(data, shape, 3, 2, 1).shape FROM vols").first().getList(0))
+    assertThat(SparkTests.spark().sql("SELECT volpool_avgpool3d(data, shape, dtype, 3, 2, 1).shape FROM vols").first().getList(0))
         .as("the issue's example call").hasSize(4);
-    assertThat(SparkTests.spark().sql("SELECT volpool_maxpool3d(data, shape, 3, 2, 1).shape FROM vols").first().getList(0))
+    assertThat(SparkTests.spark().sql("SELECT volpool_maxpool3d(data, shape, dtype, 3, 2, 1).shape FROM vols").first().getList(0))
         .as("maxpool3d's short form").hasSize(4);
+  }
+
+  /** The SQL call of golden case {@code c} on the binary layout's columns, or null for a case SQL cannot run. */
+  private static String sqlCall(Golden.Case c) {
+    if (c.op().equals("avgpool3d")) {
+      JsonNode a = c.avgParams();
+      return "volpool_avgpool3d_full(data, shape, dtype, " + a.get("kernel_size") + ", " + a.get("stride") + ", "
+          + a.get("padding") + ", " + a.get("ceil_mode") + ", " + a.get("count_include_pad") + ")";
+    } else if (c.op().equals("maxpool3d")) {
+      JsonNode m = c.maxParams();
+      return "volpool_maxpool3d_full(data, shape, dtype, " + m.get("kernel_size") + ", " + m.get("stride") + ", "
+          + m.get("padding") + ", " + m.get("dilation") + ", " + m.get("ceil_mode") + ")";
+    } else if (c.name().equals("fused_seed")) {
+      return "volpool_fused(data, shape, dtype, '" + c.model() + "')";
+    }
+    return null;
+  }
+
+  /** A dtype case's volumes as rows of the binary layout, each holding its stored bytes and the case's dtype. */
+  private static Dataset<Row> storedRows(Golden.Case c) {
+    byte[] file;
+    try {
+      file = java.nio.file.Files.readAllBytes(c.dir().resolve("input.npy"));
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    io.volpool.format.NpyHeader h = DtypeJobTest.header(c);
+    long[] s = h.shape();
+    int per = (int) (h.numel() / s[0] * h.itemSize());
+    List<Row> rows = new ArrayList<>();
+    for (int i = 0; i < s[0]; i++) {
+      byte[] data = Arrays.copyOfRange(file, (int) h.dataOffset() + i * per, (int) h.dataOffset() + (i + 1) * per);
+      rows.add(RowFactory.create("v" + i, "tag-" + i, SampleData.seq((int) s[1], (int) s[2], (int) s[3], (int) s[4]),
+          c.json().get("input_dtype").asText(), data));
+    }
+    return SparkTests.spark().createDataFrame(rows, rows(Golden.get("avgpool_seed_small")).schema());
+  }
+
+  @Test
+  void sqlFunctionsTakeEveryStoredDtypeTheRescaleAndTheOutputDtypeAsTransformDoes() {
+    var spark = SparkTests.spark();
+    Volpool.register(spark);
+    int seen = 0;
+    Golden.Case int16 = null;
+    for (Golden.Case c : Golden.cases()) {
+      if (!c.json().has("input_dtype") || sqlCall(c) == null) {
+        continue;
+      }
+      storedRows(c).createOrReplaceTempView("vols");
+      assertMatches(c, spark.sql("SELECT id, " + sqlCall(c) + ".data FROM vols").collectAsList(), 1);
+      if (c.json().get("input_dtype").asText().equals("int16") && c.op().equals("avgpool3d")) {
+        int16 = c;
+      }
+      seen++;
+    }
+    assertThat(seen).as("dtype cases run through SQL").isGreaterThanOrEqualTo(6);
+    assertThat(int16).as("an int16 avgpool3d case").isNotNull();
+    // the session's rescale and output dtype, as transform takes them: the same bytes, row for row
+    spark.conf().set(io.volpool.conf.VolpoolOptions.INPUT_RESCALE_SLOPE.key(), "0.37");
+    spark.conf().set(io.volpool.conf.VolpoolOptions.INPUT_RESCALE_INTERCEPT.key(), "-12.5");
+    spark.conf().set(io.volpool.conf.VolpoolOptions.OUTPUT_DTYPE.key(), "float16");
+    try {
+      Volpool.register(spark);
+      Dataset<Row> t = storedRows(int16);
+      t.createOrReplaceTempView("vols");
+      JsonNode a = int16.avgParams();
+      List<Row> sql = spark.sql("SELECT id, r.dtype, r.data, r.shape FROM (SELECT id, " + sqlCall(int16)
+          + " AS r FROM vols) ORDER BY id").collectAsList();
+      List<Row> tr = Volpool.transform(t, Map.of("pipeline", "avgpool3d", "device", "cpu",
+          "avgpool3d.kernelSize", a.get("kernel_size").asText(), "avgpool3d.stride", a.get("stride").asText(),
+          "avgpool3d.padding", a.get("padding").asText(), "avgpool3d.ceilMode", a.get("ceil_mode").asText(),
+          "avgpool3d.countIncludePad", a.get("count_include_pad").asText())).orderBy("id").collectAsList();
+      assertThat(sql).hasSameSizeAs(tr).isNotEmpty();
+      for (int i = 0; i < sql.size(); i++) {
+        assertThat(sql.get(i).getString(1)).isEqualTo("float16").isEqualTo(tr.get(i).<String>getAs("dtype"));
+        assertThat((byte[]) sql.get(i).get(2)).as("row " + sql.get(i).get(0)).isEqualTo(tr.get(i).<byte[]>getAs("data"));
+        assertThat(sql.get(i).getList(3)).isEqualTo(tr.get(i).getList(tr.get(i).fieldIndex("shape")));
+      }
+      // the rescale really applies: register's options over the session's settings give other values
+      Volpool.register(spark, Map.of("input.rescale.slope", "1", "input.rescale.intercept", "0"));
+      Row plain = spark.sql("SELECT id, r.data FROM (SELECT id, " + sqlCall(int16) + " AS r FROM vols) ORDER BY id")
+          .first();
+      assertThat((byte[]) plain.get(1)).hasSameSizeAs((byte[]) sql.get(0).get(2)).isNotEqualTo((byte[]) sql.get(0).get(2));
+      spark.conf().unset(io.volpool.conf.VolpoolOptions.INPUT_RESCALE_SLOPE.key());
+      spark.conf().set(io.volpool.conf.VolpoolOptions.INPUT_RESCALE_SLOPE_COLUMN.key(), "slope");
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> Volpool.register(spark))
+          .hasMessageContaining("not rescale columns").hasMessageContaining("Volpool.transform");
+    } finally {
+      for (var k : List.of(io.volpool.conf.VolpoolOptions.INPUT_RESCALE_SLOPE, io.volpool.conf.VolpoolOptions.INPUT_RESCALE_INTERCEPT,
+          io.volpool.conf.VolpoolOptions.OUTPUT_DTYPE, io.volpool.conf.VolpoolOptions.INPUT_RESCALE_SLOPE_COLUMN)) {
+        spark.conf().unset(k.key());
+      }
+      Volpool.register(spark);
+    }
   }
 
   @Test
@@ -280,22 +365,22 @@ class VolpoolApiTest {
     rows(seed).createOrReplaceTempView("vols");
     long n = rows(seed).count();
     var spark = SparkTests.spark();
-    List<Row> big = spark.sql("SELECT id, volpool_avgpool3d(data, shape, 3L, CAST(2 AS BIGINT), 1).data FROM vols")
+    List<Row> big = spark.sql("SELECT id, volpool_avgpool3d(data, shape, dtype, 3L, CAST(2 AS BIGINT), 1).data FROM vols")
         .collectAsList();
-    List<Row> small = spark.sql("SELECT id, volpool_avgpool3d(data, shape, 3, 2, 1).data FROM vols").collectAsList();
+    List<Row> small = spark.sql("SELECT id, volpool_avgpool3d(data, shape, dtype, 3, 2, 1).data FROM vols").collectAsList();
     assertThat(big).hasSize((int) n);
     for (int i = 0; i < big.size(); i++) {
       assertThat((byte[]) big.get(i).get(1)).isEqualTo((byte[]) small.get(i).get(1));
     }
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> spark.sql(
-        "SELECT volpool_avgpool3d(data, shape, 3, 2, 5000000000L).data FROM vols").collectAsList())
+        "SELECT volpool_avgpool3d(data, shape, dtype, 3, 2, 5000000000L).data FROM vols").collectAsList())
         .hasStackTraceContaining("padding must be an integer (int or bigint), got 5000000000 (Long)");
     Dataset<Row> withR = rows(seed).withColumn("r", functions.callUDF("volpool_avgpool3d", functions.col("data"),
-        functions.col("shape"), functions.lit(3), functions.lit(2), functions.lit(1)));
+        functions.col("shape"), functions.col("dtype"), functions.lit(3), functions.lit(2), functions.lit(1)));
     Map<String, java.util.function.Supplier<Dataset<Row>>> queries = new java.util.LinkedHashMap<>();
-    for (String q : List.of("SELECT r.shape, r.data FROM (SELECT volpool_avgpool3d(data, shape, 3, 2, 1) AS r FROM vols)",
-        "SELECT volpool_avgpool3d(data, shape, 3, 2, 1).shape, volpool_avgpool3d(data, shape, 3, 2, 1).data FROM vols",
-        "SELECT r.shape, r.data FROM (SELECT volpool_avgpool3d(data, shape, 3, 2, 1) AS r FROM vols) WHERE size(r.shape) = 4")) {
+    for (String q : List.of("SELECT r.shape, r.data FROM (SELECT volpool_avgpool3d(data, shape, dtype, 3, 2, 1) AS r FROM vols)",
+        "SELECT volpool_avgpool3d(data, shape, dtype, 3, 2, 1).shape, volpool_avgpool3d(data, shape, dtype, 3, 2, 1).data FROM vols",
+        "SELECT r.shape, r.data FROM (SELECT volpool_avgpool3d(data, shape, dtype, 3, 2, 1) AS r FROM vols) WHERE size(r.shape) = 4")) {
       queries.put(q, () -> spark.sql(q));
     }
     queries.put("withColumn(r).select(r.shape, r.data)", () -> withR.select("r.shape", "r.data"));

@@ -4,15 +4,15 @@ import java.io.IOException;
 import java.util.List;
 
 /**
- * A SQL function running one operator on a volume: {@code name(data, shape, params...)} returning
- * {@code struct<shape: array<int>, data: binary>}. Registered by the job for every operator.
+ * A SQL function running one operator on a volume: {@code name(data, shape, dtype, params...)} returning
+ * {@code struct<shape: array<int>, dtype: string, data: binary>}. Registered by the job for every operator.
  */
 public record SqlFunction(String name, List<String> params, String doc, Builder builder) {
   public SqlFunction {
     params = List.copyOf(params);
   }
 
-  /** Builds the stage from the call's arguments (after {@code data, shape}). */
+  /** Builds the stage from the call's arguments (after {@code data, shape, dtype}). */
   @FunctionalInterface
   public interface Builder {
     Stage build(Args args) throws IOException;
@@ -30,8 +30,8 @@ public record SqlFunction(String name, List<String> params, String doc, Builder 
     byte[] readFile(String path, OperatorInputs.HeadCheck check) throws IOException;
   }
 
-  /** The call's signature for docs, e.g. {@code volpool_maxpool3d(data, shape, kernel_size, stride, padding)}. */
+  /** The call's signature for docs, e.g. {@code volpool_maxpool3d(data, shape, dtype, kernel_size, stride, padding)}. */
   public String signature() {
-    return name + "(data, shape" + (params.isEmpty() ? "" : ", " + String.join(", ", params)) + ")";
+    return name + "(data, shape, dtype" + (params.isEmpty() ? "" : ", " + String.join(", ", params)) + ")";
   }
 }
