@@ -15,7 +15,8 @@ golden="$root/../shared/golden/pipeline_seed"
 java -Xmx4g $opens -Dlog4j2.configurationFile="$root/conf/log4j2.properties" -cp "$cp" org.apache.spark.deploy.SparkSubmit \
   --class io.volpool.job.VolpoolMain --master 'local[2]' \
   --conf spark.volpool.input="$golden/volumes_binary.parquet" --conf spark.volpool.output="$out" \
-  --conf spark.volpool.fused.weights="$golden/model.safetensors" --conf spark.volpool.output.mode=overwrite \
+  --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.fused.weights="$golden/model.safetensors" \
+  --conf spark.volpool.output.mode=overwrite \
   --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 \
   --conf spark.volpool.device=cpu --conf spark.ui.enabled=false \
   "$jar"

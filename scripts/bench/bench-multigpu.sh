@@ -44,12 +44,12 @@ W=conf/models/fused_seed.safetensors
 log "one GPU, local[16]"
 CUDA_VISIBLE_DEVICES=0 "$J" -Xmx16g $JAVA_OPENS -Dlog4j2.configurationFile=conf/log4j2.properties -cp "$CP" io.volpool.job.VolpoolMain \
   --master "local[16]" --conf spark.ui.enabled=false --conf spark.volpool.input=$REF --conf spark.volpool.output=/dev/shm/one \
-  --conf spark.volpool.device=gpu --conf spark.volpool.fused.weights=$W --conf spark.volpool.output.mode=overwrite >"$OUT/one-gpu.log" 2>&1
+  --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 --conf spark.volpool.fused.weights=$W --conf spark.volpool.output.mode=overwrite >"$OUT/one-gpu.log" 2>&1
 summary one-gpu /dev/shm/one
 submit() {  # NAME OUTPUT CONF...
   local name=$1 out=$2; shift 2
   WORKER_MEMORY=64g bash scripts/standalone-cluster.sh submit /tmp/cl 7077 --conf spark.volpool.input=$REF \
-    --conf spark.volpool.output=$out --conf spark.volpool.device=gpu --conf spark.volpool.fused.weights=$PWD/$W \
+    --conf spark.volpool.output=$out --conf spark.volpool.device=gpu --conf spark.volpool.pipeline=fused,avgpool3d --conf spark.volpool.avgpool3d.kernelSize=3 --conf spark.volpool.avgpool3d.stride=2 --conf spark.volpool.avgpool3d.padding=1 --conf spark.volpool.fused.weights=$PWD/$W \
     --conf spark.volpool.output.mode=overwrite --conf spark.volpool.output.sharedFilesystem=true --conf spark.executor.memory=48g \
     --conf spark.executor.resource.gpu.discoveryScript=$PWD/scripts/get-gpus-resources.sh "$@" >"$OUT/$name.log" 2>&1
   summary "$name" "$out"

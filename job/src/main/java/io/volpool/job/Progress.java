@@ -191,19 +191,23 @@ final class Progress extends SparkListener implements AutoCloseable {
     }
     double secs = Math.max(1e-9, (System.nanoTime() - started) / 1e9);
     double rate = vols / secs;
-    StringBuilder sb = new StringBuilder("volpool progress: ").append(String.format("%,d", vols));
     boolean byBytes = totalBytes > 0;
-    if (total >= 0) {
-      sb.append(" of ").append(String.format("%,d", total)).append(' ').append(unit);
-      if (byBytes) {
-        sb.append(String.format(" (%.1f%% of the bytes)", Math.min(100.0, 100.0 * bytes / totalBytes)));
-      } else {
-        sb.append(String.format(" (%.1f%%)", total == 0 ? 100.0 : 100.0 * vols / total));
-      }
+    StringBuilder sb = new StringBuilder("volpool progress: ");
+    if (byBytes) {
+      // a volume spread as ranges over tasks counts as read when its first range ends: only bytes say how far it is
+      sb.append(size(Math.min(bytes, totalBytes))).append(" of ").append(size(totalBytes))
+          .append(String.format(" read (%.1f%%)", Math.min(100.0, 100.0 * bytes / totalBytes)))
+          .append(", ").append(throughput(bytes / secs)).append(" in");
     } else {
-      sb.append(' ').append(unit);
+      sb.append(String.format("%,d", vols));
+      if (total >= 0) {
+        sb.append(" of ").append(String.format("%,d", total)).append(' ').append(unit);
+        sb.append(String.format(" (%.1f%%)", total == 0 ? 100.0 : 100.0 * vols / total));
+      } else {
+        sb.append(' ').append(unit);
+      }
+      sb.append(", ").append(throughput(bytes / secs)).append(String.format(" in, %,.0f %s/s", rate, unit));
     }
-    sb.append(", ").append(throughput(bytes / secs)).append(String.format(" in, %,.0f %s/s", rate, unit));
     // the rate of the last RECENT_SECONDS: start-up (and a slow first wave) does not stretch the estimate
     double recent = byBytes ? recentRate(bytes, Timeline.Sample::bytes) : recentRate(vols, Timeline.Sample::volumes);
     long todo = byBytes ? totalBytes : total;
@@ -251,6 +255,13 @@ final class Progress extends SparkListener implements AutoCloseable {
     stop = true;
     thread.interrupt();
     sc.removeSparkListener(this);
+  }
+
+  /** A byte count in the unit that shows it: {@code 1.23 GB}, {@code 45.6 MB}, {@code 7.8 kB}. */
+  static String size(long bytes) {
+    return bytes >= 1e9 ? String.format(java.util.Locale.ROOT, "%.2f GB", bytes / 1e9)
+        : bytes >= 1e6 ? String.format(java.util.Locale.ROOT, "%.1f MB", bytes / 1e6)
+        : String.format(java.util.Locale.ROOT, "%.1f kB", bytes / 1e3);
   }
 
   /** Bytes per second in the unit that shows them: {@code 1.23 GB/s}, else {@code 45.6 MB/s} (never {@code 0.00 GB/s}). */

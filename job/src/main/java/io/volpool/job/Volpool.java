@@ -124,7 +124,10 @@ public final class Volpool {
 
   /** {@link #register(SparkSession)} with {@code options} over the session's settings, as {@link #transform} takes them. */
   public static void register(SparkSession spark, Map<String, String> options) {
-    JobSettings s = JobSettings.forTransform(sessionSettings(spark), options);
+    // each SQL function names its own operator: the session's pipeline, set or not, is not theirs
+    Map<String, String> o = new java.util.LinkedHashMap<>(options);
+    o.put(Operators.PIPELINE.key(), Operators.IDENTITY);
+    JobSettings s = JobSettings.forTransform(sessionSettings(spark), o);
     if (s.rescale().perRow()) {
       throw new SettingsException("Volpool.register: the SQL functions take the rescale constants ("
           + io.volpool.conf.VolpoolOptions.INPUT_RESCALE_SLOPE.key() + ", "

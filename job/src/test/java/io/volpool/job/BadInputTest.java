@@ -157,8 +157,13 @@ class BadInputTest {
     SparkTests.Result typo = SparkTests.run(SparkTests.conf("input", tmp.toString(), "output", tmp.resolve("o").toString(),
         "fused.strid", "2"));
     assertThat(typo.err()).contains("unknown setting spark.volpool.fused.strid");
-    SparkTests.Result noWeights = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output",
+    SparkTests.Result noPipeline = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output",
         tmp.resolve("o").toString()));
+    assertThat(noPipeline.code()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    assertThat(noPipeline.err()).contains("missing required setting spark.volpool.pipeline: the stages to run")
+        .doesNotContain(io.volpool.ops.fused.Fused.WEIGHTS.key());
+    SparkTests.Result noWeights = SparkTests.run(SparkTests.conf("input", tmp.resolve("in").toString(), "output",
+        tmp.resolve("o").toString(), "pipeline", "fused"));
     assertThat(noWeights.err()).contains("missing setting " + io.volpool.ops.fused.Fused.WEIGHTS.key());
     SparkTests.Result missing = SparkTests.run(SparkTests.conf("input", tmp.resolve("nope").toString(), "output",
         tmp.resolve("o").toString(), "pipeline", "avgpool3d"));

@@ -62,12 +62,12 @@ class ProgressTest {
     JobMetrics m = JobMetrics.register(sc);
     try (Progress p = new Progress(sc, m, 1, "volumes", System.nanoTime(), 400L << 20)) {
       p.onExecutorMetricsUpdate(heartbeat(m, 7L, 0, 100 << 20));
-      assertThat(p.line()).startsWith("volpool progress: 0 of 1 volumes (25.0% of the bytes)").contains("left");
+      assertThat(p.line()).startsWith("volpool progress: 104.9 MB of 419.4 MB read (25.0%), ").contains("left");
       TaskInfo ti = taskInfo(7L);
       ti.setAccumulables(infos(m, 1, 101 << 20));
       p.onTaskEnd(new SparkListenerTaskEnd(0, 0, "ResultTask", org.apache.spark.Success$.MODULE$, ti, null, null));
-      assertThat(p.line()).as("the volume counted at its first range: not done").startsWith(
-          "volpool progress: 1 of 1 volumes (25.3% of the bytes)");
+      assertThat(p.line()).as("the volume counted at its first range: not done, and not said to be").startsWith(
+          "volpool progress: 105.9 MB of 419.4 MB read (25.3%), ").doesNotContain("volumes");
     }
   }
 

@@ -33,9 +33,9 @@ public final class Operators {
   public static final String IDENTITY = "identity";
 
   public static final ConfKey<String> PIPELINE = ConfKey.text(VolpoolOptions.PREFIX + "pipeline",
-      Fused.OPERATOR.name() + "," + AvgPool3d.OPERATOR.name(), "Comma list of stages, run in order: "
+      null, "Comma list of stages, run in order: "
           + ALL.stream().map(o -> "`" + o.name() + "`").collect(Collectors.joining(", ")) + "; `" + IDENTITY
-          + "` alone copies tensors through (I/O benchmarks).");
+          + "` alone copies tensors through (I/O benchmarks). Required: as in PyTorch, no model or pool is a default.");
 
   /** Every {@code spark.volpool.*} setting: the job's, the pipeline, then each operator's. */
   public static List<ConfKey<?>> settings() {
@@ -59,6 +59,11 @@ public final class Operators {
   /** The stage names of {@link #PIPELINE} in order, checked; empty for {@code identity}. */
   public static List<String> stageNames(java.util.Map<String, String> values) {
     String v = PIPELINE.get(values);
+    if (v == null) {
+      throw new SettingsException("missing required setting " + PIPELINE.key() + ": the stages to run, a comma list of "
+          + ALL.stream().map(Operator::name).collect(Collectors.joining(", ")) + " (e.g. " + PIPELINE.key()
+          + "=avgpool3d with " + AvgPool3d.KERNEL.key() + "=2), or " + IDENTITY + " to copy tensors through");
+    }
     List<String> out = new ArrayList<>();
     for (String s : v.split(",", -1)) {
       String t = s.trim().toLowerCase(Locale.ROOT);

@@ -96,6 +96,11 @@ class SettingsDocTest {
         .hasMessageContaining("must be four positive integers C,D,H,W, got '3,16,32'");
     assertThatThrownBy(() -> new JobSettings(Map.of("spark.volpool.output", "out")))
         .hasMessageStartingWith("missing required setting spark.volpool.input");
+    // as PyTorch has no default model: a job without a pipeline says which setting, and how to write it
+    assertThatThrownBy(() -> new JobSettings(Map.of("spark.volpool.input", "in", "spark.volpool.output", "out",
+        "spark.volpool.fused.stride", "2")))
+        .hasMessageStartingWith("missing required setting spark.volpool.pipeline: the stages to run")
+        .hasMessageContaining("spark.volpool.pipeline=avgpool3d with spark.volpool.avgpool3d.kernelSize=2");
   }
 
   /**
@@ -134,7 +139,8 @@ class SettingsDocTest {
 
   @Test
   void renamedSettingsStillWorkUnderTheirOldNames() {
-    Map<String, String> base = Map.of("spark.volpool.input", "in", "spark.volpool.output", "out");
+    Map<String, String> base = Map.of("spark.volpool.input", "in", "spark.volpool.output", "out", "spark.volpool.pipeline",
+        "identity");
     JobSettings old = new JobSettings(with(with(with(base, "spark.volpool.batchSize", "7"), "spark.volpool.mode",
         "overwrite"), "spark.volpool.input.npy.maxHeaderBytes", "4096"));
     assertThat(old.batchSize()).isEqualTo(7);
