@@ -279,6 +279,7 @@ public final class VolpoolJob {
     long rangeBytes = p.input().tasks().stream().anyMatch(t -> !t.ranges().isEmpty())
         ? p.input().tasks().stream().filter(t -> !kept.tasks().containsKey(t.index())).mapToLong(TaskPlan::bytes).sum()
         : -1;
+    RunningTasks running = new RunningTasks(spark.sparkContext());
     try (Progress progress = new Progress(spark.sparkContext(), metrics, total,
         p.planeRows() ? "rows" : "volumes", t0, rangeBytes);
         ResourceWatch watch = !p.local() && !p.input().tasks().isEmpty()
@@ -302,6 +303,8 @@ public final class VolpoolJob {
       // Spark's own exceptions are checked ones thrown from Scala: catch everything. In mode=resume the tasks that
       // committed stay for the next resume, unless the failure was the commit's own check (then nothing is trusted)
       io.volpool.job.commit.CommitGate.failed();
+      // the failed job's other attempts still run and write into the staging: let them end first
+      running.awaitNone(STRAGGLERS_MILLIS);
       // a failed run keeps what its tasks committed (whatever its mode but append) for a rerun with mode=resume,
       // unless the failure was the commit's own check (then nothing is trusted) or no task committed
       int committed = -2;
@@ -323,8 +326,13 @@ public final class VolpoolJob {
         LOG.warn("volpool: {}", KEPT.get());
       }
       throw e;
+    } finally {
+      running.close();
     }
   }
+
+  /** How long a failed run waits for its job's other task attempts to end before it cleans up. */
+  static final long STRAGGLERS_MILLIS = 60_000;
 
   /**
    * Under mode=resume, an output already in place with this run's fingerprint (the same settings and
