@@ -39,6 +39,9 @@ public final class VolpoolMain {
   public static final int EXIT_ENVIRONMENT = ExitCode.ENVIRONMENT.code();
   private static final Pattern NO_GPU = Pattern.compile(Pattern.quote(DeviceUnavailableException.PREFIX) + "[^\\n]*");
   private static final Pattern BAD_RECORD = Pattern.compile("(bad record [^\\n]*)");
+  /** The line after a task's bad records saying where it stopped looking for more. */
+  private static final Pattern BAD_RECORDS_STOPPED = Pattern.compile("\\((task [^\\n]*(stopped looking|could not look past)"
+      + "[^\\n]*)\\)");
   /** Spark's YARN client refusing a container no node can have (Client.verifyClusterResources). */
   private static final Pattern YARN_TOO_BIG = Pattern.compile("Required (executor|AM) memory[^\\n]* is above the max"
       + " threshold[^\\n]*");
@@ -604,7 +607,21 @@ public final class VolpoolMain {
     String text = String.valueOf(t.getMessage());
     Matcher m = BAD_RECORD.matcher(text);
     if (m.find()) {
-      err.println("volpool: FAILED: " + m.group(1));
+      String first = m.group(1);
+      err.println("volpool: FAILED: " + first);
+      // a task names the other bad records it met after the first (Spark repeats the message: each once)
+      java.util.Set<String> more = new java.util.LinkedHashSet<>();
+      while (m.find()) {
+        more.add(m.group(1));
+      }
+      more.remove(first);
+      for (String r : more) {
+        err.println("volpool: also " + r);
+      }
+      Matcher stop = BAD_RECORDS_STOPPED.matcher(text);
+      if (stop.find()) {
+        err.println("volpool: " + stop.group(1));
+      }
       err.println("volpool: " + BadRecordException.ADVICE);
       return EXIT_BAD_RECORD;
     }

@@ -117,6 +117,45 @@ class BadInputTest {
         "input has 4 channels but the model's conv_transpose expects 3");
   }
 
+  /** Rows of one Parquet file (one task), as given. */
+  static Path parquetOf(Path dir, List<Row> rows) {
+    Path p = dir.resolve("in");
+    SparkTests.spark().createDataFrame(rows, BINARY).coalesce(1).write().parquet(p.toString());
+    return p;
+  }
+
+  @Test
+  void aTaskNamesEveryBadRecordItMeetsNotOnlyTheFirst(@TempDir Path tmp) throws Exception {
+    byte[] good = SampleData.volume(0, SampleData.SHAPE);
+    List<Object> shape = List.of(3, 16, 32, 32);
+    Path in = parquetOf(tmp, List.of(row("good-1", shape, "float32", good), row("bad-a", shape, "int64", new byte[8]),
+        row("good-2", shape, "float32", good), row("bad-b", shape, "float32", new byte[100]),
+        row("bad-c", shape, "float32", null), row("good-3", shape, "float32", good),
+        row("bad-d", List.of(4, 16, 32, 32), "float32", new byte[4 * 16 * 32 * 32 * 4]), row("good-4", shape, "float32", good)));
+    SparkTests.Result r = runOn(in, "parquet", tmp.resolve("out"));
+    assertFailsCleanly(r, tmp, "volpool: FAILED: bad record id=bad-a: dtype must be one of",
+        "volpool: also bad record id=bad-b: data holds 100 bytes but shape [3, 16, 32, 32] of float32 needs 196608",
+        "volpool: also bad record id=bad-c: data is null",
+        "volpool: also bad record id=bad-d: shape [4, 16, 32, 32] cannot go through pipeline fused,avgpool3d");
+    assertThat(r.err()).doesNotContain("also bad record id=bad-a").doesNotContain("bad record id=good")
+        .doesNotContain("stopped looking");
+  }
+
+  @Test
+  void aTaskStopsLookingAfterTwentyOneBadRecords(@TempDir Path tmp) throws Exception {
+    List<Object> shape = List.of(3, 16, 32, 32);
+    List<Row> rows = new java.util.ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      rows.add(row(String.format("bad-%02d", i), shape, "float32", new byte[i + 1]));
+    }
+    SparkTests.Result r = runOn(parquetOf(tmp, rows), "parquet", tmp.resolve("out"));
+    assertFailsCleanly(r, tmp, "volpool: FAILED: bad record id=bad-00: data holds 1 bytes",
+        "volpool: also bad record id=bad-20: data holds 21 bytes",
+        "stopped looking after 21 bad records; there may be more");
+    assertThat(r.err()).doesNotContain("bad-21");
+    assertThat(r.err().split("volpool: also bad record", -1)).hasSize(21);
+  }
+
   @Test
   void corruptNpy(@TempDir Path tmp) throws Exception {
     Path in = tmp.resolve("in");

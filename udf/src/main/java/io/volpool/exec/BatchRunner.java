@@ -257,8 +257,14 @@ public final class BatchRunner implements TaskRun {
       if (item == null) {
         return;
       }
-      VolumeShape s = item.shape();
-      ValueType t = item.valueType();
+      VolumeShape s;
+      ValueType t;
+      try {
+        s = item.shape();
+        t = item.valueType();
+      } catch (BadRecordException e) {
+        throw withTheRest(e);
+      }
       if (exec != null && (!s.equals(execShape) || !t.equals(execType))) {
         if (filling != null && !fillingItems.isEmpty() && !submitFilling()) {
           return;
@@ -272,7 +278,12 @@ public final class BatchRunner implements TaskRun {
         }
         closeExecutor();
       }
-      VolumePlan vp = planFor(s, item.record());
+      VolumePlan vp;
+      try {
+        vp = planFor(s, item.record());
+      } catch (BadRecordException e) {
+        throw withTheRest(e);
+      }
       if (vp.slabbed()) {
         // larger than a batch may be: hand back what we hold, then run it alone in slabs
         if (filling != null && !fillingItems.isEmpty() && !submitFilling()) {
@@ -327,6 +338,53 @@ public final class BatchRunner implements TaskRun {
       bytesIn += item.storedBytes();
       onRead.run();
     }
+  }
+
+  /**
+   * {@code first} naming the other bad records of this task too: the task writes nothing more, but checks
+   * each remaining record's shape, dtype, rescale and fit to the pipeline (no values are read), up to
+   * {@link BadRecordException#NAMED} bad records, so one run names what a user must fix, not one record a run.
+   */
+  private BadRecordException withTheRest(BadRecordException first) {
+    peeked = null;
+    List<String> more = new ArrayList<>();
+    String stopped = null;
+    long checked = 0;
+    try {
+      while (true) {
+        VolumeSource v = input.next(gate);
+        if (v == null) {
+          break;
+        }
+        checked++;
+        try {
+          VolumeShape s = v.shape();
+          v.valueType();
+          try {
+            spec.pipeline().outputShape(s);
+          } catch (IllegalArgumentException e) {
+            throw new BadRecordException(v.record(), "shape " + s + " cannot go through pipeline "
+                + spec.pipeline().describe() + ": " + e.getMessage(), e);
+          }
+        } catch (BadRecordException e) {
+          more.add(e.getMessage());
+          if (more.size() >= BadRecordException.NAMED) {
+            stopped = taskName + " stopped looking after " + (more.size() + 1) + " bad records; there may be more";
+            break;
+          }
+        }
+      }
+    } catch (PageGate.Refused | BadRecordException | io.volpool.io.CorruptInputException e) {
+      if (e instanceof BadRecordException b) {
+        more.add(b.getMessage());
+      }
+      stopped = taskName + " could not look past record " + (checked + 1) + " after the first bad one"
+          + (e instanceof PageGate.Refused ? ": no page memory while it holds batches" : "") + "; there may be more";
+    }
+    if (!more.isEmpty()) {
+      LOG.error("{}: {} bad records: {}", taskName, more.size() + 1, first.getMessage() + "; " + String.join("; ", more));
+    }
+    return BadRecordException.with(first, more, stopped);
   }
 
   /** The backend's plan for volumes of {@code s} (whole in batches, or alone in slabs), decided once per shape. */

@@ -16,7 +16,7 @@ public class BadRecordException extends RuntimeException implements io.volpool.c
 
   @Override
   public String advice() {
-    return ADVICE;
+    return more.isEmpty() ? ADVICE : "no output was written; fix or remove those records and rerun";
   }
   private final String record;
 
@@ -47,5 +47,57 @@ public class BadRecordException extends RuntimeException implements io.volpool.c
   /** The record's id or path as the user knows it. */
   public String record() {
     return record;
+  }
+
+  /** Bad records one task names at most before it stops reading: the first, then up to this many more. */
+  public static final int NAMED = 20;
+
+  /**
+   * {@code first}, whose message then lists the other bad records the task met after it, one per line
+   * ({@code bad record ...: rule}), and a last line saying where the task stopped looking.
+   */
+  public static BadRecordException with(BadRecordException first, java.util.List<String> more, String stopped) {
+    if (more.isEmpty() && stopped == null) {
+      return first;
+    }
+    StringBuilder m = new StringBuilder(first.getMessage());
+    for (String r : more) {
+      m.append('\n').append(r);
+    }
+    if (stopped != null) {
+      m.append("\n(").append(stopped).append(')');
+    }
+    return new BadRecordException(first, m.toString(), more, stopped);
+  }
+
+  private BadRecordException(BadRecordException first, String message, java.util.List<String> more, String stopped) {
+    super(message, first);
+    this.record = first.record;
+    this.first = first.getMessage();
+    this.more = java.util.List.copyOf(more);
+    this.stopped = stopped;
+  }
+
+  /** The first bad record's message, when this one names several; else null. */
+  private String first;
+  /** The other bad records' messages, in the order the task met them. */
+  private java.util.List<String> more = java.util.List.of();
+  /** Where the task stopped looking for more; null when it looked at every record. */
+  private String stopped;
+
+  /** The first record's line, then one line per other bad record and where the task stopped looking. */
+  @Override
+  public String line() {
+    if (first == null) {
+      return getMessage();
+    }
+    StringBuilder b = new StringBuilder(first);
+    for (String r : more) {
+      b.append("\nvolpool: also ").append(r);
+    }
+    if (stopped != null) {
+      b.append("\nvolpool: ").append(stopped);
+    }
+    return b.toString();
   }
 }
