@@ -182,8 +182,22 @@ public final class CpuBackend implements Backend {
     return floats * Float.BYTES;
   }
 
+  /**
+   * Host bytes a slab run aims at, as a batch's stage arrays do ({@link #AUTO_BATCH_BYTES}): slabs sized
+   * for the caches and the read-ahead, not the largest that fits the budget (a 321 MiB int16 volume took
+   * 5.9-6.7 s and 2.2-2.8 GiB in slabs of 544 MiB under the default budget, 3.6-5.2 s and 0.6-0.7 GiB in
+   * slabs of 8.5-136 MiB; docs/benchmarks.md). A smaller budget gives smaller slabs.
+   */
+  static final long SLAB_BYTES = AUTO_BATCH_BYTES;
+
   @Override
   public int slabPlanes(SlabPlan plan, long hostBytes, int device) {
+    int planes = mostPlanes(plan, Math.min(hostBytes, SLAB_BYTES));
+    // a plane larger than the aim still runs, one slab per plane count that the budget holds
+    return planes >= 1 ? planes : mostPlanes(plan, hostBytes);
+  }
+
+  private int mostPlanes(SlabPlan plan, long hostBytes) {
     java.util.function.IntPredicate fits = t -> slabBytes(plan, t) <= hostBytes && largestSlabArray(plan, t) <= MAX_ARRAY;
     return plan.mostPlanes(fits);
   }
