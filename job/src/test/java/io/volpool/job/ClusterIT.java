@@ -75,7 +75,12 @@ class ClusterIT {
       cmd.add("--conf");
       cmd.add(c);
     }
-    // the reference pool of the default pipeline (avgpool3d has no default kernel)
+    // the sample pipeline (conf/local.properties') unless the test names one; the pipeline has no default
+    if (java.util.Arrays.stream(conf).noneMatch(c -> c.startsWith("spark.volpool.pipeline="))) {
+      cmd.add("--conf");
+      cmd.add("spark.volpool.pipeline=fused,avgpool3d");
+    }
+    // the reference pool (avgpool3d has no default kernel)
     SparkTests.REFERENCE_POOL.forEach((k, v) -> {
       cmd.add("--conf");
       cmd.add(k + "=" + v);
