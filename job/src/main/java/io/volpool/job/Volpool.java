@@ -301,14 +301,8 @@ public final class Volpool {
     VolumeShape os = p.outputShape(in);
     float[] y = io.volpool.exec.ExecutorRuntime.runOneOnCpu(p, in, x);
     RUNS.incrementAndGet();
-    ByteBuffer out = ByteBuffer.allocate(y.length * v.out().itemSize()).order(ByteOrder.LITTLE_ENDIAN);
-    if (v.out() == io.volpool.format.Dtype.FLOAT32) {
-      out.asFloatBuffer().put(y);
-    } else {
-      for (float e : y) {
-        out.putShort(io.volpool.format.Narrow.to(v.out(), e));
-      }
-    }
+    ByteBuffer out = ByteBuffer.allocate(y.length * v.out().itemSize());
+    io.volpool.format.Narrow.put(y, 0, out, 0, y.length, v.out());
     List<Integer> s = new ArrayList<>();
     for (int d : os.toArray()) {
       s.add(d);

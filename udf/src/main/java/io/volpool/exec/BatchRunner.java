@@ -363,8 +363,7 @@ public final class BatchRunner implements TaskRun {
           try {
             spec.pipeline().outputShape(s);
           } catch (IllegalArgumentException e) {
-            throw new BadRecordException(v.record(), "shape " + s + " cannot go through pipeline "
-                + spec.pipeline().describe() + ": " + e.getMessage(), e);
+            throw unfit(v.record(), s, e);
           }
         } catch (BadRecordException e) {
           more.add(e.getMessage());
@@ -387,14 +386,19 @@ public final class BatchRunner implements TaskRun {
     return BadRecordException.with(first, more, stopped);
   }
 
+  /** Record {@code record} of shape {@code s}, which the pipeline refused with {@code e}, as a bad record. */
+  private BadRecordException unfit(String record, VolumeShape s, IllegalArgumentException e) {
+    return new BadRecordException(record, "shape " + s + " cannot go through pipeline " + spec.pipeline().describe() + ": "
+        + e.getMessage(), e);
+  }
+
   /** The backend's plan for volumes of {@code s} (whole in batches, or alone in slabs), decided once per shape. */
   private VolumePlan planFor(VolumeShape s, String record) {
     if (!s.equals(planShape)) {
       try {
         plan = planner.volumes(s, input.volumesAtMost());
       } catch (IllegalArgumentException e) {
-        throw new BadRecordException(record, "shape " + s + " cannot go through pipeline " + spec.pipeline().describe()
-            + ": " + e.getMessage(), e);
+        throw unfit(record, s, e);
       } catch (MemoryBudgetException e) {
         throw new MemoryBudgetException("volume " + record + " " + s + " (" + MemoryBudget.mib(s.bytes()) + "): "
             + e.getMessage(), e.requested(), e.limit());
@@ -413,8 +417,7 @@ public final class BatchRunner implements TaskRun {
     try {
       outShape = spec.pipeline().outputShape(s);
     } catch (IllegalArgumentException e) {
-      throw new BadRecordException(item.record(), "shape " + s + " cannot go through pipeline " + spec.pipeline().describe()
-          + ": " + e.getMessage());
+      throw unfit(item.record(), s, e);
     }
     LOG.info("{}: volume {} {} ({}) runs alone on {}, in slabs along D: {}", taskName, item.record(), s,
         MemoryBudget.mib(s.bytes()), backend.name(device), vp.why());
