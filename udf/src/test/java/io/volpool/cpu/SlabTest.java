@@ -192,6 +192,22 @@ public class SlabTest {
   }
 
   @Test
+  void slabsAimAtSixtyFourMibWhateverRoomTheBudgetLeaves() {
+    // the 321 MiB int16 volume of the budget benchmark: any budget above the aim gives the aim's slabs
+    SlabPlan big = new SlabPlan(Pipeline.of(new AvgPool3dSpec(2, 2, 0, false, true)), new VolumeShape(1, 642, 512, 512));
+    int planes = FAST.slabPlanes(big, 2L << 30, 0);
+    assertThat(FAST.slabBytes(big, planes)).isLessThanOrEqualTo(CpuBackend.SLAB_BYTES);
+    assertThat(FAST.slabBytes(big, planes + 1)).isGreaterThan(CpuBackend.SLAB_BYTES);
+    assertThat(FAST.slabPlanes(big, 8L << 30, 0)).as("a larger budget, the same slabs").isEqualTo(planes);
+    // below the aim the budget decides, as before
+    assertThat(FAST.slabPlanes(big, FAST.slabBytes(big, 2), 0)).isEqualTo(2);
+    // a plane larger than the aim still runs when the budget holds it
+    SlabPlan wide = new SlabPlan(Pipeline.of(new AvgPool3dSpec(2, 2, 0, false, true)), new VolumeShape(16, 8, 1024, 1024));
+    assertThat(FAST.slabBytes(wide, 1)).isGreaterThan(CpuBackend.SLAB_BYTES);
+    assertThat(FAST.slabPlanes(wide, FAST.slabBytes(wide, 1), 0)).isEqualTo(1);
+  }
+
+  @Test
   void aSlabMissingAPlaneItsOutputReadsIsRefused() {
     AvgPool3dSpec sp = new AvgPool3dSpec(3, 2, 1, false, true);
     VolumeShape in = new VolumeShape(1, 9, 4, 4);
