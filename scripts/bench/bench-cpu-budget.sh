@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU backend on one large volume under memory budgets: a SIZE int16 .npy volume [1, D, 512, 512] through
 # avgpool3d(2) on local[*], the default budget (auto: half the heap) beside explicit ones, alternated ROUNDS times.
+# Beside it, in the same run: ../shared/bench/machine_limits.py and PyTorch's AvgPool3d(2) on the same volume.
 # Reported per run: the job's wall time (its summary), the process's peak RSS (/usr/bin/time), the slab plan it
 # logged, and the output's digest (every budget must give the same bytes). Needs a built job (mvn -q -B -DskipTests
 # package). Env: D (642: 321 MiB), ROUNDS (2), BUDGETS ("auto 512m 256m 128m 64m"), DIR (/tmp/volpool-budget),
@@ -21,6 +22,18 @@ import numpy as np
 np.save('$DIR/in/big.npy', np.random.default_rng(7).integers(-3000, 3000, (1, $D, 512, 512), dtype=np.int16))"
 log "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; input $(du -m "$DIR/in/big.npy" | cut -f1) MiB int16" \
   "[1, $D, 512, 512]; budgets $BUDGETS; VOLPOOL_JAVA_OPTS=${VOLPOOL_JAVA_OPTS:--Xmx8g}; commit $(git -C "$root" rev-parse --short HEAD)"
+# the anchors, in the same run: the machine's limits for moving bytes, and what a PyTorch user writes (np.load, then
+# x.to(torch.float32) and AvgPool3d(2) on as many threads as cores)
+python3 "$root/../shared/bench/machine_limits.py" /dev/shm 1 1,"$(nproc)" 2>&1 | sed 's/^/limits: /' | tee -a "$LOG"
+for round in $(seq 1 "$ROUNDS"); do
+  python3 - "$DIR/in/big.npy" <<'PY' 2>&1 | tee -a "$LOG"
+import sys, time, numpy as np, torch
+t0 = time.perf_counter(); v = np.load(sys.argv[1]); t1 = time.perf_counter()
+y = torch.nn.AvgPool3d(2)(torch.from_numpy(v).to(torch.float32)); t2 = time.perf_counter()
+print(f"== anchor torch {torch.__version__} ({torch.get_num_threads()} threads): np.load {t1 - t0:.2f} s, "
+      f"to(float32)+AvgPool3d(2) {t2 - t1:.2f} s, total {t2 - t0:.2f} s, output {tuple(y.shape)}")
+PY
+done
 for round in $(seq 1 "$ROUNDS"); do
   for b in $BUDGETS; do
     rm -rf "$DIR/out"
