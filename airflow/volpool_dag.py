@@ -12,7 +12,8 @@ What it does, and why:
   returns: in cluster deploy mode spark-submit's exit code does not say whether the driver failed;
 - does not retry deterministic failures: exit 2 (invalid settings), 3 (bad input) and 4 (the environment:
   device=gpu without a usable GPU) fail the task at once with volpool's message; exit 1 (anything else: a
-  lost executor, a full disk) is retried.
+  lost executor, a full disk) is retried; exit 5 (done, with bad records set aside where
+  `spark.volpool.badRecords.path` says) succeeds with a warning naming how many and where.
 
 Targets Airflow 2.x (2.7 on, `airflow.sensors.python`) and 3.x (`airflow.providers.standard`), with
 apache-airflow-providers-apache-spark, a `spark_default` connection to the cluster, and pyarrow on the workers to
@@ -39,6 +40,8 @@ JAR = "/opt/volpool/volpool-job-0.1.0-SNAPSHOT-spark.jar"
 INPUT = "hdfs:///volumes/{{ ds }}"
 OUTPUT = "hdfs:///pooled/{{ ds }}"
 DETERMINISTIC = {2: "invalid settings", 3: "bad input", 4: "no usable GPU"}
+# done, with bad records set aside (spark.volpool.badRecords.path): the output holds every other record
+SET_ASIDE = 5
 
 SPARK_CONF = os.environ.get("VOLPOOL_SPARK_CONF", "/opt/volpool/spark-gpu.properties")
 
@@ -133,6 +136,10 @@ class VolpoolSubmitOperator(SparkSubmitOperator):
         if code in DETERMINISTIC:
             raise AirflowFailException(
                 f"volpool failed with {DETERMINISTIC[code]} (exit {code}), not retried: {status['message']}")
+        if code == SET_ASIDE:
+            self.log.warning("volpool set %s bad record(s) aside in %s: %s", status.get("bad_records"),
+                             status.get("bad_records_file"), status["message"])
+            return status
         if code != 0:
             raise AirflowException(f"volpool failed (exit {code}), will be retried: {status['message']}")
         self.log.info("volpool %s", status["message"])

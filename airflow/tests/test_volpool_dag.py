@@ -17,7 +17,7 @@ class BaseOperator:
     template_fields = ()
 
     def __init__(self, *, task_id, retries=None, retry_delay=None, **kwargs):
-        self.task_id, self.downstream, self.log = task_id, [], types.SimpleNamespace(info=lambda *a: None)
+        self.task_id, self.downstream, self.log = task_id, [], types.SimpleNamespace(info=lambda *a: None, warning=lambda *a: None)
         DAG.current.tasks[task_id] = self
 
     def __rshift__(self, other):
@@ -151,6 +151,12 @@ class DagTest(unittest.TestCase):
     def test_success(self):
         self.write_status(0, "succeeded: 256 volumes in, 256 out")
         self.assertEqual(self.submit.execute(self.context)["exit_code"], 0)
+
+    def test_bad_records_set_aside_succeed(self):
+        """Exit 5: done, with bad records set aside; the task succeeds (a retry changes nothing)."""
+        self.write_status(5, "succeeded: 250 volumes in, 250 out, 6 bad records set aside in file:/bad/r/bad_records.json")
+        SparkSubmitOperator.result = AirflowException("spark-submit returned 5")
+        self.assertEqual(self.submit.execute(self.context)["exit_code"], 5)
 
     def test_deterministic_failures_are_not_retried(self):
         for code in (2, 3, 4):

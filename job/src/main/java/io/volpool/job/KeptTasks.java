@@ -59,6 +59,16 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
    */
   static KeptTasks check(OutputCommit out, InputPlanner.Plan plan, boolean npyOut, boolean rowsOut, boolean planeRows,
       String fingerprint, Configuration conf) throws IOException {
+    return check(out, plan, npyOut, rowsOut, planeRows, fingerprint, false, conf);
+  }
+
+  /**
+   * The same, for a run that sets bad records aside ({@code quarantine}) or not: a kept task's side file of bad
+   * records set aside counts with its files; a run that does not set them aside keeps no task that did (it runs
+   * again, and fails on them as that run asks).
+   */
+  static KeptTasks check(OutputCommit out, InputPlanner.Plan plan, boolean npyOut, boolean rowsOut, boolean planeRows,
+      String fingerprint, boolean quarantine, Configuration conf) throws IOException {
     if (out.resumes() == null) {
       return NONE;
     }
@@ -75,8 +85,16 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
         TaskPlan t = plan.tasks().get(i);
         try {
           FileSystem fs = io.volpool.io.Files2.fs(e.getValue(), conf);
-          if (fs.getFileStatus(e.getValue()).isDirectory()) {
-            c = countFolder(e.getValue(), i, t, npyOut, rowsOut, planeRows, fingerprint, conf, out.staging());
+          io.volpool.job.commit.SetAside bad = fs.getFileStatus(e.getValue()).isDirectory()
+              ? io.volpool.job.commit.SetAside.count(e.getValue(), conf) : io.volpool.job.commit.SetAside.NONE;
+          if (bad.records() > 0 && !quarantine) {
+            why = "it set " + bad.records() + " bad records aside, and this run does not ("
+                + io.volpool.conf.VolpoolOptions.BAD_RECORDS_PATH.key() + " is unset)";
+          } else if (fs.getFileStatus(e.getValue()).isDirectory()) {
+            c = countFolder(e.getValue(), i, t, npyOut, rowsOut, planeRows, fingerprint, conf, out.staging(), bad);
+          } else if (quarantine) {
+            // its side file of bad records, if any, is as unreadable as its data files until the commit
+            why = "on S3 a kept task's bad records set aside cannot be counted before the commit";
           } else {
             // an upload record (S3): the files are not readable before the commit completes them, which counts them
             c = rowsOut || planeRows || npyOut ? null : planned(t, planeRows);
@@ -218,7 +236,16 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
    * fingerprint or do not hold what its plan reads.
    */
   private static CommittedOutput.TaskCounts countFolder(Path dir, int index, TaskPlan t, boolean npyOut, boolean rowsOut,
-      boolean planeRows, String fingerprint, Configuration conf, Path staging) throws IOException {
+      boolean planeRows, String fingerprint, Configuration conf, Path staging, io.volpool.job.commit.SetAside bad)
+      throws IOException {
+    CommittedOutput.TaskCounts c = countFolder(dir, index, t, npyOut, rowsOut, planeRows, fingerprint, conf, staging,
+        bad.records(), bad.files());
+    return c == null ? null : new CommittedOutput.TaskCounts(c.read(), c.written(), c.starts(), c.slabbed(), bad.records());
+  }
+
+  private static CommittedOutput.TaskCounts countFolder(Path dir, int index, TaskPlan t, boolean npyOut, boolean rowsOut,
+      boolean planeRows, String fingerprint, Configuration conf, Path staging, long q, java.util.Set<String> qFiles)
+      throws IOException {
     FileSystem fs = io.volpool.io.Files2.fs(dir, conf);
     if (npyOut) {
       List<io.volpool.io.npy.NpyPlanesInPlace.Marker> markers = io.volpool.io.npy.NpyPlanesInPlace.Marker.read(fs, dir);
@@ -260,31 +287,34 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
       }
     }
     CommittedOutput c = CommittedOutput.count(dir, npyOut, rowsOut, conf);
-    if (npyOut && !npyFiles(fs, dir, t)) {
+    if (npyOut && !npyFiles(fs, dir, t, qFiles)) {
       return null;
     }
     if (npyOut) {
-      // .npy output: one file per input file (or per volume across rows), each counted from its header
-      long want = t.files().isEmpty() ? t.volumes().size() : t.files().size();
+      // .npy output: one file per input file (or per volume across rows), each counted from its header; an input
+      // file set aside as a bad record has none
+      long want = t.files().isEmpty() ? t.volumes().size() : t.files().stream().filter(f -> !qFiles.contains(f.path()))
+          .count();
       return c.files() == want ? new CommittedOutput.TaskCounts(c.rows(), c.rows(), c.rows(), planeRows
           ? t.volumes().size() : 0) : null;
     }
     CommittedOutput.TaskCounts p = planned(t, planeRows);
     if (planeRows || rowsOut) {
       // rows out differ from rows in; the commit's check of every volume's planes covers what a task holds
-      return c.rows() > 0 || p.read() == 0 ? new CommittedOutput.TaskCounts(p.read(), c.rows(), c.volumes(),
+      return c.rows() > 0 || p.read() == q ? new CommittedOutput.TaskCounts(p.read() - q, c.rows(), c.volumes(),
           p.slabbed()) : null;
     }
-    return c.rows() == p.read() ? new CommittedOutput.TaskCounts(p.read(), c.rows(), c.rows(), 0) : null;
+    // every row its plan reads is in its files or in its side file of bad records set aside
+    return c.rows() + q == p.read() ? new CommittedOutput.TaskCounts(p.read() - q, c.rows(), c.rows(), 0) : null;
   }
 
   /**
    * Whether a kept task's folder holds the .npy files its plan writes, by name: one per input file, or per
    * volume stored across rows (a file copied in from another task's folder has another's name).
    */
-  private static boolean npyFiles(FileSystem fs, Path dir, TaskPlan t) throws IOException {
+  private static boolean npyFiles(FileSystem fs, Path dir, TaskPlan t, java.util.Set<String> setAside) throws IOException {
     java.util.Set<String> want = new java.util.TreeSet<>();
-    t.files().forEach(f -> want.add(f.relative()));
+    t.files().stream().filter(f -> !setAside.contains(f.path())).forEach(f -> want.add(f.relative()));
     t.volumes().forEach(v -> want.add(io.volpool.io.npy.NpyVolumeWriter.fileName(v.id(), v.record())));
     java.util.Set<String> got = new java.util.TreeSet<>();
     String base = fs.makeQualified(dir).toUri().getPath();

@@ -24,6 +24,9 @@ import org.apache.spark.SparkConf;
 public final class RunStatus {
   private RunStatus() {}
 
+  /** The status of a run that completed with bad records set aside (exit 5): its output holds every other record. */
+  static final String SUCCEEDED_SETTING_ASIDE = "succeeded_with_bad_records";
+
   /** Where the status of a run writing {@code output} goes. */
   public static Path path(Path output) {
     return new Path(output.getParent(), "." + output.getName() + ".volpool-status.json");
@@ -40,6 +43,12 @@ public final class RunStatus {
    */
   static void write(JobSettings s, SparkConf conf, int code, String message, String appId, Instant startedAt,
       PrintStream err) {
+    write(s, conf, code, message, appId, startedAt, io.volpool.job.commit.SetAside.NONE, err);
+  }
+
+  /** The status of a run that succeeded with {@code bad} records set aside (exit 5), or of any other run. */
+  static void write(JobSettings s, SparkConf conf, int code, String message, String appId, Instant startedAt,
+      io.volpool.job.commit.SetAside bad, PrintStream err) {
     String scheme = new Path(s.output()).toUri().getScheme();
     if (scheme != null && io.volpool.job.commit.OutputCommit.refusedScheme(scheme)) {
       // such an output is refused before any work: there is no run to report beside it
@@ -53,9 +62,14 @@ public final class RunStatus {
       FileSystem fs = io.volpool.io.Files2.fs(out, hc);
       Path p = path(fs.makeQualified(out));
       Map<String, Object> m = new LinkedHashMap<>();
-      m.put("status", code == 0 ? "succeeded" : "failed");
+      m.put("status", code == 0 ? "succeeded" : code == io.volpool.conf.ExitCode.QUARANTINED.code()
+          ? SUCCEEDED_SETTING_ASIDE : "failed");
       m.put("exit_code", code);
       m.put("message", message);
+      if (bad.records() > 0) {
+        m.put("bad_records", bad.records());
+        m.put("bad_records_file", bad.file().toString());
+      }
       m.put("output", fs.makeQualified(out).toString());
       m.put("input", s.input());
       m.put("application_id", appId);
@@ -71,7 +85,7 @@ public final class RunStatus {
       if (code != 0 && startedAt != null && fs.exists(p)) {
         Map<?, ?> old = read(p, hc);
         Object at = old.get("finished_at");
-        if ("succeeded".equals(old.get("status")) && at != null && Instant.parse(at.toString()).isAfter(startedAt)) {
+        if (String.valueOf(old.get("status")).startsWith("succeeded") && at != null && Instant.parse(at.toString()).isAfter(startedAt)) {
           err.println("volpool: the run's status was not written: " + p + " is the status of the run that committed "
               + fs.makeQualified(out) + " (application " + old.get("application_id") + ", finished " + at + ")");
           return;

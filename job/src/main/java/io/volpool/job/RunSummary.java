@@ -18,7 +18,20 @@ public record RunSummary(String status, String input, String inputFormat, String
         long bytesIn, long bytesOut, long batches,
     long slabbed, long volumesAcrossRows, double wallSeconds, Map<String, Double> phaseSeconds, long budgetBytes,
     long peakBudgetBytes, long peakHeapBytes, List<String> skipped, Map<String, String> provenance,
-    Map<String, String> settings, Timeline timeline, Map<String, Object> continued) {
+    Map<String, String> settings, Timeline timeline, Map<String, Object> continued,
+    io.volpool.job.commit.SetAside badRecords) {
+  /** A summary of a run that set no bad records aside. */
+  public RunSummary(String status, String input, String inputFormat, String output, String outputFormat,
+      String pipeline, String backend, long volumesIn, long volumesOut, long rowsIn, long rowsOut, long filesOut,
+      long bytesIn, long bytesOut, long batches, long slabbed, long volumesAcrossRows, double wallSeconds,
+      Map<String, Double> phaseSeconds, long budgetBytes, long peakBudgetBytes, long peakHeapBytes, List<String> skipped,
+      Map<String, String> provenance, Map<String, String> settings, Timeline timeline, Map<String, Object> continued) {
+    this(status, input, inputFormat, output, outputFormat, pipeline, backend, volumesIn, volumesOut, rowsIn, rowsOut,
+        filesOut, bytesIn, bytesOut, batches, slabbed, volumesAcrossRows, wallSeconds, phaseSeconds, budgetBytes,
+        peakBudgetBytes, peakHeapBytes, skipped, provenance, settings, timeline, continued,
+        io.volpool.job.commit.SetAside.NONE);
+  }
+
   /**
    * A summary without {@code continued}: a run that neither resumed nor appended.
    */
@@ -65,6 +78,10 @@ public record RunSummary(String status, String input, String inputFormat, String
     m.put("volumes_in_slabs", slabbed);
     if (volumesAcrossRows >= 0) {
       m.put("volumes_across_rows", volumesAcrossRows);
+    }
+    if (badRecords.records() > 0) {
+      m.put("bad_records", badRecords.records());
+      m.put("bad_records_file", badRecords.file().toString());
     }
     m.put("wall_seconds", Math.round(wallSeconds * 1000) / 1000.0);
     m.put("volumes_per_second", Math.round(volumesPerSecond() * 10) / 10.0);
@@ -122,7 +139,8 @@ public record RunSummary(String status, String input, String inputFormat, String
         "  rows          " + rowsIn + " in, " + rowsOut + " out" + (volumesAcrossRows >= 0
             ? " (the input holds " + count(volumesAcrossRows, "volume", "volumes") + " stored across rows)" : rowsIn != volumesIn
                 || rowsOut != volumesOut ? " (the output holds volumes across rows)" : ""),
-        "  bytes         " + mib(bytesIn) + " in, " + mib(bytesOut) + " out" + continuedText(),
+        "  bytes         " + mib(bytesIn) + " in, " + mib(bytesOut) + " out" + continuedText() + (badRecords.records() > 0
+            ? "\n  bad records   " + badRecords.records() + " set aside, in " + badRecords.file() : ""),
         String.format("  wall time     %.2f s", wallSeconds),
         String.format("  throughput    %.1f volumes/s, %.3f GB/s in, %.3f GB/s out", volumesPerSecond(), gbPerSecondIn(),
             gbPerSecondOut()),

@@ -177,7 +177,7 @@ public final class VolpoolJob {
   static RunSpec runSpec(JobSettings s, SparkSession spark, Pipeline pipeline, FileFormat inputFormat, TensorLayout layout,
       int outputGap, boolean outputRows) {
     return new RunSpec(pipeline, s.executor().withCpuThreads(cpuThreads(s, spark)), inputFormat, layout, outputGap,
-        s.outputRowBytes(), outputRows, s.rescale());
+        s.outputRowBytes(), outputRows, s.rescale(), s.badRecordsPath() != null);
   }
 
   static int cpuThreads(JobSettings s, SparkSession spark) {
@@ -247,7 +247,7 @@ public final class VolpoolJob {
     try {
       p = planLikeResumed(spark, s, p, out);
       kept = KeptTasks.check(out, p.input(), p.npyOut(), p.rowsOut(), p.planeRows(), p.manifest().fingerprint(),
-          p.conf());
+          s.badRecordsPath() != null, p.conf());
     } catch (Throwable e) {
       out.abort(s.mode() == OutputMode.RESUME ? "failed before its tasks: " + e : null);
       throw e;
@@ -524,6 +524,15 @@ public final class VolpoolJob {
     OutputCommit.requireSafe(s.output(), conf);
     // before anything is read, written or deleted: the output may not be, contain or lie inside what the job reads
     PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.input(), VolpoolOptions.INPUT.key(), conf);
+    if (s.badRecordsPath() != null) {
+      for (String[] other : new String[][] {{s.output(), VolpoolOptions.OUTPUT.key()}, {s.input(), VolpoolOptions.INPUT.key()}}) {
+        if (PathOverlap.overlap(s.badRecordsPath(), other[0], conf)) {
+          throw new SettingsException(VolpoolOptions.BAD_RECORDS_PATH.key() + "=" + s.badRecordsPath() + " overlaps "
+              + other[1] + "=" + other[0] + ": the bad records would be " + (other[0].equals(s.output())
+                  ? "replaced with the output" : "read as input") + "; choose a folder apart from both, e.g. beside the output");
+        }
+      }
+    }
     // a dead run's half-done commit (an output moved aside, an append half moved in) is finished or undone before
     // the output is looked at: an append plans against the output as it is, never against a missing one
     OutputCommit.recover(s.output(), conf);
@@ -578,6 +587,11 @@ public final class VolpoolJob {
       throw new SettingsException(VolpoolOptions.OUTPUT_FORMAT.key() + "=npy needs " + VolpoolOptions.INPUT_FORMAT.key()
           + "=npy (one output file per input file) or Parquet input of volumes stored across rows (one output file per"
           + " volume, named <id>.npy); " + s.input() + " holds one volume per row: write Parquet output");
+    }
+    if (planeRows && s.badRecordsPath() != null) {
+      throw new SettingsException(VolpoolOptions.BAD_RECORDS_PATH.key() + " sets aside bad records of volumes stored one"
+          + " per row or per .npy file; " + s.input() + " holds volumes stored across rows (it has d0/d1 columns), and a"
+          + " volume cannot go on without one of its rows: unset it (a bad row then fails the job, naming it)");
     }
     if (planeRows && s.outputLayout() == OutputLayout.VOLUME) {
       throw new SettingsException(VolpoolOptions.OUTPUT_LAYOUT.key() + "=volume: the input holds volumes stored across rows"
@@ -709,7 +723,10 @@ public final class VolpoolJob {
         ? CommittedOutput.count(out.output(), p.npyOut(), p.rowsOut(), p.conf()) : null;
     // the committed files, where they can be counted (on S3: completed, in the output)
     Path committedTo = out.publish(jobConf);
-    if (!p.npyOut() && p.input().rows() == 0) {
+    // the bad records the committed tasks set aside: out of the output, into the bad-records path, counted
+    io.volpool.job.commit.SetAside bad = s.badRecordsPath() == null ? io.volpool.job.commit.SetAside.NONE
+        : io.volpool.job.commit.SetAside.gather(committedTo, s.badRecordsPath(), out.id(), p.conf());
+    if (!p.npyOut() && (p.input().rows() == 0 || bad.records() > 0 && !holdsParquet(committedTo, p.conf()))) {
       // no volumes: one file of the output's schema and no rows, as Spark writes for an empty DataFrame, so a
       // reader of the output (spark.read.parquet) still finds its schema
       new ParquetBatchWriter(new Path(committedTo, "part-00000-empty.parquet"), p.outSpec(), p.conf(),
@@ -742,14 +759,14 @@ public final class VolpoolJob {
       }
     }
     if (p.npyIn() && p.npyOut()) {
-      emptyBatchOutputs(p, committedTo);
+      emptyBatchOutputs(p, committedTo, bad.files());
     }
     CommittedOutput committed = CommittedOutput.count(committedTo, p.npyOut(), p.rowsOut(), p.conf());
     if (before != null) {
       committed = committed.minus(before);
     }
     // what this run's tasks counted, and what the kept tasks' files and plans hold
-    CommittedOutput.check(committed, p.input(), CommittedOutput.TaskCounts.of(metrics).plus(kept.counts()), p.npyIn(),
+    CommittedOutput.check(committed, p.input(), CommittedOutput.TaskCounts.of(metrics).plus(kept.counts()), bad, p.npyIn(),
         p.npyOut(), p.rowsOut(), out.output().toString());
     if (p.outSpec().npyInPlace()) {
       // the ranges' markers were counted: the output holds the .npy files only
@@ -758,7 +775,7 @@ public final class VolpoolJob {
     }
     Map<String, Object> continued = p.append() != null ? appendTotals(p, out, committed) : kept.describe(out, p.input());
     RunSummary summary = summary(s, out, metrics, p.pipeline(), p.input(), committed, p.outSpec().metadata(),
-        (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, p.spec(), timeline, continued);
+        (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, p.spec(), timeline, continued, bad);
     out.writeText(SUMMARY_FILE, summary.toJson());
     // last: the manifest says which input the output holds (an append's: the output's and this run's)
     out.writeText(io.volpool.job.commit.RunManifest.FILE, (p.append() != null ? p.append().after(p.manifest(), out.id())
@@ -814,12 +831,12 @@ public final class VolpoolJob {
    * writes it (it has no volume), so the driver does, a batch of none of the pipeline's output shape, as numpy
    * would save the empty result. Only files without an output are looked at (their header read).
    */
-  private static void emptyBatchOutputs(Planned p, Path committedTo) throws IOException {
+  private static void emptyBatchOutputs(Planned p, Path committedTo, java.util.Set<String> setAside) throws IOException {
     FileSystem outFs = io.volpool.io.Files2.fs(committedTo, p.conf());
     for (TaskPlan t : p.input().tasks()) {
       for (io.volpool.io.npy.NpyFileRef f : t.files()) {
         Path target = new Path(committedTo.toString() + "/" + f.relative());
-        if (outFs.exists(target)) {
+        if (outFs.exists(target) || setAside.contains(f.path())) {
           continue;
         }
         Path in = new Path(f.path());
@@ -844,6 +861,19 @@ public final class VolpoolJob {
         }
       }
     }
+  }
+
+  /** Whether {@code dir} holds a Parquet data file (an output whose every record was set aside holds none). */
+  private static boolean holdsParquet(Path dir, Configuration conf) throws IOException {
+    FileSystem fs = io.volpool.io.Files2.fs(dir, conf);
+    org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it = fs.listFiles(dir, true);
+    while (it.hasNext()) {
+      String n = it.next().getPath().getName();
+      if (n.endsWith(".parquet") && !n.startsWith("_") && !n.startsWith(".")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**
@@ -960,7 +990,7 @@ public final class VolpoolJob {
 
   private static RunSummary summary(JobSettings s, OutputCommit out, JobMetrics m, Pipeline p, InputPlanner.Plan plan,
       CommittedOutput committed, Map<String, String> provenance, double secs, long driverCommitNanos, RunSpec spec,
-      Timeline timeline, Map<String, Object> continued) {
+      Timeline timeline, Map<String, Object> continued, io.volpool.job.commit.SetAside bad) {
     TreeSet<String> backends = new TreeSet<>(m.backends().value());
     // the stored dtypes the tasks read, measured there (the footers were written before the run knew them all)
     provenance = new LinkedHashMap<>(provenance);
@@ -978,6 +1008,6 @@ public final class VolpoolJob {
         m.volumesRead().value(), committed.rows(), committed.files(), m.bytesIn().value(),
         m.bytesOut().value(), m.batches().value(), m.slabbedVolumes().value(), plan.volumes(), secs, phases,
             io.volpool.memory.MemoryBudget.bytesFor(spec.memoryBudget()), m.peakBudgetBytes().value(),
-        m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective(), timeline, continued);
+        m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective(), timeline, continued, bad);
   }
 }

@@ -28,8 +28,8 @@ import scala.Tuple2;
  * {@code --conf KEY=VALUE} and {@code --properties-file FILE} flags as spark-submit (plus
  * {@code --master}); without a master it runs Spark locally ({@code local[*]}). Exit codes:
  * 0 success, 2 invalid settings, 3 bad input (a record, a file, no input at all), 4 the environment
- * cannot run the job ({@code device=gpu} without a usable GPU), 1 any other failure (the one a scheduler
- * may retry).
+ * cannot run the job ({@code device=gpu} without a usable GPU), 5 done with bad records set aside
+ * ({@code spark.volpool.badRecords.path}), 1 any other failure (the one a scheduler may retry).
  */
 public final class VolpoolMain {
   public static final int EXIT_OK = ExitCode.OK.code();
@@ -37,6 +37,7 @@ public final class VolpoolMain {
   public static final int EXIT_SETTINGS = ExitCode.SETTINGS.code();
   public static final int EXIT_BAD_RECORD = ExitCode.BAD_INPUT.code();
   public static final int EXIT_ENVIRONMENT = ExitCode.ENVIRONMENT.code();
+  public static final int EXIT_QUARANTINED = ExitCode.QUARANTINED.code();
   private static final Pattern NO_GPU = Pattern.compile(Pattern.quote(DeviceUnavailableException.PREFIX) + "[^\\n]*");
   private static final Pattern BAD_RECORD = Pattern.compile("(bad record [^\\n]*)");
   /** The line after a task's bad records saying where it stopped looking for more. */
@@ -355,17 +356,19 @@ public final class VolpoolMain {
         }
         out.print(summary.toText());
         Signals.running(null);
+        io.volpool.job.commit.SetAside bad = summary.badRecords();
+        int code = bad.records() > 0 ? EXIT_QUARANTINED : EXIT_OK;
         sun.misc.Signal late = io.volpool.job.commit.CommitGate.deferred();
         if (late != null) {
           err.println("volpool: SIG" + late.getName() + " arrived once the output's commit had begun; the commit"
-              + " finished, so the run succeeded (exit 0)");
+              + " finished, so the run succeeded (exit " + code + ")");
         }
-        RunStatus.write(settings, conf, EXIT_OK, "succeeded: " + summary.volumesIn() + " volumes in, " + summary.volumesOut()
-            + " out", spark.sparkContext().applicationId(), err);
-        err.println("volpool: SUCCEEDED: " + summary.volumesIn() + " volumes in, " + summary.volumesOut() + " out, "
-            + settings.output() + " (exit 0)");
+        String said = summary.volumesIn() + " volumes in, " + summary.volumesOut() + " out" + (bad.records() > 0
+            ? ", " + bad.records() + " bad record" + (bad.records() == 1 ? "" : "s") + " set aside in " + bad.file() : "");
+        RunStatus.write(settings, conf, code, "succeeded: " + said, spark.sparkContext().applicationId(), null, bad, err);
+        err.println("volpool: SUCCEEDED: " + said + ", " + settings.output() + " (exit " + code + ")");
         io.volpool.job.commit.KillPoints.reach(io.volpool.job.commit.KillPoints.STATUS_WRITTEN);
-        return EXIT_OK;
+        return code;
       } finally {
         if (ours) {
           LocalTaskWarmUp.awaitEnd(10_000);
@@ -689,7 +692,8 @@ public final class VolpoolMain {
         "       spark-submit --class io.volpool.job.VolpoolMain [spark options] volpool-job-*-spark.jar",
         "       scripts/volpool report EVENT_LOG   (a finished run's summary from Spark's event log)",
         "Runs the volpool pipeline over a dataset of 3D volumes. Exit codes: 0 done, 1 failed (worth a retry), 2 invalid"
-            + " settings, 3 bad input, 4 no usable environment (device=gpu without a GPU), 130/143 stopped by"
+            + " settings, 3 bad input, 4 no usable environment (device=gpu without a GPU), 5 done with bad records set"
+            + " aside (" + VolpoolOptions.BAD_RECORDS_PATH.key() + "), 130/143 stopped by"
             + " SIGINT/SIGTERM; the outcome is also in .NAME.volpool-status.json beside the output.",
         "Environment (scripts/volpool): VOLPOOL_JAVA_OPTS (JVM flags, default -Xmx8g), JAVA_HOME, VOLPOOL_CLASS_ARCHIVE"
             + " (off, or the class archive's path). Settings (" + VolpoolOptions.PREFIX + "*):",

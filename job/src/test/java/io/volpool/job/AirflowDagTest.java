@@ -27,6 +27,6 @@ class AirflowDagTest {
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
     assertThat(p.exitValue()).as(out).isZero();
-    assertThat(out).contains("Ran 11 tests").contains("OK");
+    assertThat(out).contains("Ran 12 tests").contains("OK");
   }
 }

@@ -55,7 +55,8 @@ class BadInputTest {
     for (String f : fragments) {
       assertThat(r.err()).contains(f);
     }
-    assertThat(r.err()).contains("no output was written");
+    assertThat(r.err()).contains("nothing was published; fix or remove th").contains("or set spark.volpool.badRecords.path=DIR"
+        + " to set bad records aside there and write the rest");
     try (var s = Files.list(tmp)) {
       assertThat(s.map(p -> p.getFileName().toString())).as("nothing but the input and the run's status")
           .containsExactlyInAnyOrder("in", ".out.volpool-status.json");

@@ -13,7 +13,12 @@ public enum ExitCode {
   /** Bad input: a record, a file, or no input file at all. */
   BAD_INPUT(3),
   /** The environment cannot run the job ({@code device=gpu} without a usable GPU). */
-  ENVIRONMENT(4);
+  ENVIRONMENT(4),
+  /**
+   * Done, with bad records quarantined ({@code spark.volpool.badRecords.path}): the output holds every other
+   * record; the summary and the status file count those set aside. Not a failure, and nothing a retry changes.
+   */
+  QUARANTINED(5);
 
   private final int code;
 

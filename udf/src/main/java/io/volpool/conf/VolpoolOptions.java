@@ -109,6 +109,11 @@ public final class VolpoolOptions {
       "`true`: a volume stored across rows, or in a C-order `.npy`, that is larger than a task"
           + " (`spark.sql.files.maxPartitionBytes`) runs as ranges of its output planes in several tasks (Parquet output"
           + " across rows, or `.npy` output on a local or shared filesystem or HDFS); `false`: each volume in one task."));
+  public static final ConfKey<String> BAD_RECORDS_PATH = KEYS.add(ConfKey.text(PREFIX + "badRecords.path", null,
+      "A folder for bad records (Spark's `badRecordsPath`): set, a record that breaks a rule (shape, dtype, data length,"
+          + " a null rescale, a shape the pipeline cannot take) is written to `<path>/<run id>/bad_records.json` with its"
+          + " id, file, row and rule, and the job completes with the others and exits 5; unset, the first fails the job"
+          + " (exit 3). Volumes one per Parquet row and `.npy` files; not volumes stored across rows."));
   public static final ConfKey<Integer> RESOURCE_TIMEOUT = KEYS.add(ConfKey.seconds(PREFIX + "cluster.resourceTimeout", "180s", 5, 86400,
       "How long (e.g. `180s`, `10m`; a bare number is seconds) a job on a cluster waits for its first task to"
           + " start (an executor with the requested resources) before"

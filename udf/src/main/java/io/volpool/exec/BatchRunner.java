@@ -167,15 +167,41 @@ public final class BatchRunner implements TaskRun {
 
   /** Reads ahead one volume; false when the gate refused page memory (free batches, then retry). */
   private boolean peek() {
-    if (peeked == null && !ended) {
+    while (peeked == null && !ended) {
       try {
         peeked = input.next(gate);
       } catch (PageGate.Refused r) {
         return false;
+      } catch (BadRecordException e) {
+        if (!spec.quarantine() || !input.stepsOverBadRecords()) {
+          throw e;
+        }
+        // a whole file broke a rule before any volume of it was read: set aside, and on to the next file
+        quarantine(e, null);
+        continue;
       }
       if (peeked == null) {
         ended = true;
       }
+    }
+    return true;
+  }
+
+  /**
+   * Sets bad record {@code e} aside when the run quarantines bad records ({@code spark.volpool.badRecords.path}):
+   * noted in the task's state (its output writer commits it with the task) and logged; the task reads on.
+   * {@code from} is the record's source (null: {@code e} names a whole file). False when bad records fail the task.
+   */
+  private boolean quarantine(BadRecordException e, VolumeSource from) {
+    if (!spec.quarantine()) {
+      return false;
+    }
+    task.quarantine(io.volpool.io.QuarantinedRecord.of(e, from));
+    peeked = null;
+    int n = task.quarantined().size();
+    if (n <= BadRecordException.NAMED) {
+      LOG.warn("{}: set aside {}{}", taskName, e.getMessage(), n == BadRecordException.NAMED
+          ? " (further bad records of this task are set aside without a line here)" : "");
     }
     return true;
   }
@@ -263,6 +289,9 @@ public final class BatchRunner implements TaskRun {
         s = item.shape();
         t = item.valueType();
       } catch (BadRecordException e) {
+        if (quarantine(e, item)) {
+          continue;
+        }
         throw withTheRest(e);
       }
       if (exec != null && (!s.equals(execShape) || !t.equals(execType))) {
@@ -282,6 +311,9 @@ public final class BatchRunner implements TaskRun {
       try {
         vp = planFor(s, item.record());
       } catch (BadRecordException e) {
+        if (quarantine(e, item)) {
+          continue;
+        }
         throw withTheRest(e);
       }
       if (vp.slabbed()) {

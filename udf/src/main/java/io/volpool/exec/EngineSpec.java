@@ -12,5 +12,12 @@ import io.volpool.op.Pipeline;
  * @param outputRowBytes the most data bytes per output row of a volume written across rows
  * @param outputRows the output holds volumes across rows (Parquet with d0/d1): a volume run in slabs
  *     then streams out row by row as its slabs finish, whatever its size
+ * @param quarantine a bad record is set aside in the task's {@link TaskState} and the task goes on
+ *     ({@code spark.volpool.badRecords.path}); false: it fails the task
  */
-public record EngineSpec(Pipeline pipeline, int batchSize, int outputGap, long outputRowBytes, boolean outputRows) {}
+public record EngineSpec(Pipeline pipeline, int batchSize, int outputGap, long outputRowBytes, boolean outputRows,
+    boolean quarantine) {
+  public EngineSpec(Pipeline pipeline, int batchSize, int outputGap, long outputRowBytes, boolean outputRows) {
+    this(pipeline, batchSize, outputGap, outputRowBytes, outputRows, false);
+  }
+}

@@ -17,6 +17,17 @@ public final class TaskState {
   private long filesWritten;
   private long peakHeap;
   private final java.util.TreeSet<String> inputDtypes = new java.util.TreeSet<>();
+  private final java.util.List<io.volpool.io.QuarantinedRecord> quarantined = new java.util.ArrayList<>();
+
+  /** Sets bad record {@code r} aside: the task goes on without it, and its output writer commits it with the task. */
+  public void quarantine(io.volpool.io.QuarantinedRecord r) {
+    quarantined.add(r);
+  }
+
+  /** The bad records the task set aside, in the order it met them. */
+  public java.util.List<io.volpool.io.QuarantinedRecord> quarantined() {
+    return java.util.Collections.unmodifiableList(quarantined);
+  }
 
   /** Notes that the task read a volume (or a volume's rows) stored as {@code t}. */
   public void read(io.volpool.format.ValueType t) {

@@ -7,7 +7,8 @@ package io.volpool.io;
 public class BadRecordException extends RuntimeException implements io.volpool.conf.VolpoolFailure {
   private static final long serialVersionUID = 1L;
   /** What the driver says after a bad record's line (also when it found the record only by its text). */
-  public static final String ADVICE = "no output was written; fix or remove that record and rerun";
+  public static final String ADVICE = "nothing was published; fix or remove that record and rerun, or set "
+      + io.volpool.conf.VolpoolOptions.BAD_RECORDS_PATH.key() + "=DIR to set bad records aside there and write the rest";
 
   @Override
   public io.volpool.conf.ExitCode exit() {
@@ -16,18 +17,28 @@ public class BadRecordException extends RuntimeException implements io.volpool.c
 
   @Override
   public String advice() {
-    return more.isEmpty() ? ADVICE : "no output was written; fix or remove those records and rerun";
+    return more.isEmpty() ? ADVICE : ADVICE.replace("that record", "those records");
   }
   private final String record;
+
+  /** The rule the record broke, without the record's name. */
+  private final String rule;
 
   public BadRecordException(String record, String rule) {
     super("bad record " + record + ": " + withoutRecord(record, rule));
     this.record = record;
+    this.rule = withoutRecord(record, rule);
   }
 
   public BadRecordException(String record, String rule, Throwable cause) {
     super("bad record " + record + ": " + withoutRecord(record, rule), cause);
     this.record = record;
+    this.rule = withoutRecord(record, rule);
+  }
+
+  /** The rule the record broke, as its message says it after the record's name. */
+  public String rule() {
+    return rule;
   }
 
   /** The rule without a leading copy of the record's name (a format's own message often starts with the path). */
@@ -73,6 +84,7 @@ public class BadRecordException extends RuntimeException implements io.volpool.c
   private BadRecordException(BadRecordException first, String message, java.util.List<String> more, String stopped) {
     super(message, first);
     this.record = first.record;
+    this.rule = first.rule;
     this.first = first.getMessage();
     this.more = java.util.List.copyOf(more);
     this.stopped = stopped;

@@ -18,6 +18,15 @@ public interface VolumeInput extends AutoCloseable {
     return 0;
   }
 
+  /**
+   * Whether {@link #next} may be called again after it threw {@link BadRecordException}, the bad record
+   * (an .npy file whose header breaks a rule) stepped over; false when such a throw leaves the input
+   * unusable (a Parquet file whose schema differs: its rows cannot be told apart).
+   */
+  default boolean stepsOverBadRecords() {
+    return false;
+  }
+
   @Override
   void close();
 }

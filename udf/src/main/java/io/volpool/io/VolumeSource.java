@@ -71,6 +71,16 @@ public interface VolumeSource {
     return null;
   }
 
+  /** The path of the file holding the record, for a quarantined record's line; null when unknown. */
+  default String filePath() {
+    return null;
+  }
+
+  /** The record's row in {@link #filePath()}, counted from 0; -1 for a whole file or when unknown. */
+  default long rowInFile() {
+    return -1;
+  }
+
   /** The folder, relative to the input root, whose output file this volume goes to ("" for the root). */
   default String outputFolder() {
     return "";

@@ -16,8 +16,8 @@ public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWri
     LongAccumulator bytesIn, LongAccumulator bytesOut, LongAccumulator batches,
     java.util.EnumMap<Phase, org.apache.spark.util.DoubleAccumulator> phaseSeconds,
     MaxAccumulator peakBudgetBytes, MaxAccumulator peakHeapBytes, CollectionAccumulator<String> backends,
-    LongAccumulator slabbedVolumes, LongAccumulator volumeStarts, CollectionAccumulator<String> inputDtypes)
-    implements Serializable {
+    LongAccumulator slabbedVolumes, LongAccumulator volumeStarts, CollectionAccumulator<String> inputDtypes,
+    LongAccumulator quarantined) implements Serializable {
 
   public static JobMetrics register(SparkContext sc) {
     // one accumulator a phase, in seconds summed over tasks, named as the summary names it: the stage page
@@ -34,7 +34,8 @@ public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWri
         sc.longAccumulator("volpool.filesWritten"), sc.longAccumulator("volpool.bytesIn"),
         sc.longAccumulator("volpool.bytesOut"), sc.longAccumulator("volpool.batches"), phases, budget, heap,
         sc.collectionAccumulator("volpool.backends"), sc.longAccumulator("volpool.slabbedVolumes"),
-        sc.longAccumulator("volpool.volumeStarts"), sc.collectionAccumulator("volpool.inputDtypes"));
+        sc.longAccumulator("volpool.volumeStarts"), sc.collectionAccumulator("volpool.inputDtypes"),
+        sc.longAccumulator("volpool.badRecordsSetAside"));
   }
 
   /** The accumulator of phase {@code p}'s seconds, as the Spark UI shows it: {@code volpool time: read (s)}. */

@@ -199,6 +199,7 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
     metrics.bytesOut().add(runner.bytesOut());
     metrics.batches().add(runner.batches());
     metrics.slabbedVolumes().add(runner.slabbedVolumes());
+    metrics.quarantined().add(state.quarantined().size());
     long[] ns = new long[Phase.values().length];
     long timed = 0;
     for (Phase p : Phase.values()) {

@@ -16,10 +16,11 @@ import java.io.Serializable;
  * @param outputRowBytes the most data bytes per output row of a volume stored across rows
  * @param outputRows the output holds volumes across rows (Parquet with d0/d1 columns)
  * @param rescale where each volume's rescale comes from (settings, or columns of the input)
+ * @param quarantine bad records are set aside ({@code spark.volpool.badRecords.path}) rather than failing their task
  */
 public record RunSpec(Pipeline pipeline, io.volpool.conf.ExecutorSettings settings, io.volpool.conf.FileFormat inputFormat,
-    TensorLayout layout, int outputGap, long outputRowBytes, boolean outputRows, io.volpool.io.InputRescale rescale)
-    implements Serializable {
+    TensorLayout layout, int outputGap, long outputRowBytes, boolean outputRows, io.volpool.io.InputRescale rescale,
+    boolean quarantine) implements Serializable {
 
   public io.volpool.conf.Device device() {
     return settings.device();
@@ -47,6 +48,7 @@ public record RunSpec(Pipeline pipeline, io.volpool.conf.ExecutorSettings settin
 
   /** What the engine needs of this run. */
   public io.volpool.exec.EngineSpec engine() {
-    return new io.volpool.exec.EngineSpec(pipeline, batchSize(), outputGap, outputRowBytes, outputRows);
+    return new io.volpool.exec.EngineSpec(pipeline, batchSize(), outputGap, outputRowBytes, outputRows,
+        quarantine);
   }
 }

@@ -247,8 +247,26 @@ public final class VolpoolOutputFormat extends FileOutputFormat<Void, BatchRunne
         if (first != null) {
           throw first;
         }
+        // the bad records the task set aside, committed with its output (also by a task that wrote none)
+        TaskState task = state != null ? state : PartitionRunner.current();
+        if (task != null && !task.quarantined().isEmpty()) {
+          writeQuarantined(task.quarantined(), new Path(work, io.volpool.io.QuarantinedRecord.FOLDER + "/"
+              + io.volpool.io.QuarantinedRecord.fileName(ctx.getTaskAttemptID().getTaskID().getId())), conf);
+        }
       }
     };
+  }
+
+  /** Writes {@code records}, one JSON line each, to {@code file}: a task's side file, committed with the task. */
+  static void writeQuarantined(List<io.volpool.io.QuarantinedRecord> records, Path file, Configuration conf)
+      throws IOException {
+    StringBuilder b = new StringBuilder();
+    for (io.volpool.io.QuarantinedRecord r : records) {
+      b.append(r.toJson()).append('\n');
+    }
+    try (org.apache.hadoop.fs.FSDataOutputStream os = file.getFileSystem(conf).create(file, true)) {
+      os.write(b.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
   }
 
   @Override

@@ -130,17 +130,23 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
 
   /**
    * What tasks did, as their counts say: volumes (rows, for volumes across rows) read, volumes written,
-   * output rows starting at plane 0, volumes (or ranges of one) run in slabs.
+   * output rows starting at plane 0, volumes (or ranges of one) run in slabs, and bad records set aside
+   * ({@code spark.volpool.badRecords.path}: rows, or whole .npy files; not counted as read).
    */
-  public record TaskCounts(long read, long written, long starts, long slabbed) {
+  public record TaskCounts(long read, long written, long starts, long slabbed, long quarantined) {
+    public TaskCounts(long read, long written, long starts, long slabbed) {
+      this(read, written, starts, slabbed, 0);
+    }
+
     /** The counts this run's tasks sent with their accumulators. */
     public static TaskCounts of(JobMetrics m) {
       return new TaskCounts(m.volumesRead().value(), m.volumesWritten().value(), m.volumeStarts().value(),
-          m.slabbedVolumes().value());
+          m.slabbedVolumes().value(), m.quarantined().value());
     }
 
     public TaskCounts plus(TaskCounts o) {
-      return new TaskCounts(read + o.read, written + o.written, starts + o.starts, slabbed + o.slabbed);
+      return new TaskCounts(read + o.read, written + o.written, starts + o.starts, slabbed + o.slabbed,
+          quarantined + o.quarantined);
     }
   }
 
@@ -152,7 +158,7 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
    */
   public static void check(CommittedOutput c, InputPlanner.Plan plan, JobMetrics m, boolean npyIn, boolean npyOut,
       boolean rowsOut, String output) {
-    check(c, plan, TaskCounts.of(m), npyIn, npyOut, rowsOut, output);
+    check(c, plan, TaskCounts.of(m), SetAside.NONE, npyIn, npyOut, rowsOut, output);
   }
 
   /**
@@ -161,12 +167,23 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
    */
   public static void check(CommittedOutput c, InputPlanner.Plan plan, TaskCounts counts, boolean npyIn, boolean npyOut,
       boolean rowsOut, String output) {
+    check(c, plan, counts, SetAside.NONE, npyIn, npyOut, rowsOut, output);
+  }
+
+  /** The same, with the bad records the tasks set aside ({@code bad}, gathered from their committed side files). */
+  public static void check(CommittedOutput c, InputPlanner.Plan plan, TaskCounts counts, SetAside bad, boolean npyIn,
+      boolean npyOut, boolean rowsOut, String output) {
     long read = counts.read();
     long written = counts.written();
     List<String> problems = new ArrayList<>();
     String unit = plan.volumes() >= 0 ? "rows" : "volumes";
-    if (!npyIn && plan.rows() != read) {
-      problems.add("the input footers hold " + plan.rows() + " " + unit + " but the tasks read " + read);
+    if (bad.records() != counts.quarantined()) {
+      problems.add("the tasks set aside " + counts.quarantined() + " bad records but their committed side files hold "
+          + bad.records());
+    }
+    if (!npyIn && plan.rows() != read + counts.quarantined()) {
+      problems.add("the input footers hold " + plan.rows() + " " + unit + " but the tasks read " + read
+          + (counts.quarantined() > 0 ? " and set aside " + counts.quarantined() : ""));
     }
     if (plan.volumes() >= 0) {
       // volumes stored across rows: rows in and rows out differ; every volume (or range of one) must have gone through
@@ -210,8 +227,9 @@ public record CommittedOutput(long files, long rows, long volumes, String repeat
             + " distinct volumes");
       }
     }
-    if (npyIn && npyOut && c.files() != plan.files()) {
-      problems.add("the input has " + plan.files() + " .npy files but the committed output has " + c.files());
+    if (npyIn && npyOut && c.files() + bad.files().size() != plan.files()) {
+      problems.add("the input has " + plan.files() + " .npy files but the committed output has " + c.files()
+          + (bad.files().isEmpty() ? "" : " and " + bad.files().size() + " were set aside as bad records"));
     }
     if (!problems.isEmpty()) {
       String hint = c.rows() < written

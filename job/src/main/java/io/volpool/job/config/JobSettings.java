@@ -198,6 +198,7 @@ public final class JobSettings {
     final String tensorColumn = VolpoolOptions.INPUT_TENSOR_COLUMN.raw(values);
     final VolumeShape tensorShape = parseTensorShape();
     final io.volpool.io.InputRescale rescale = parseRescale();
+    final String badRecordsPath = VolpoolOptions.BAD_RECORDS_PATH.get(values);
 
     Parsed() {
       if (output != null) {
@@ -283,6 +284,11 @@ public final class JobSettings {
 
   public String output() {
     return p.output;
+  }
+
+  /** Where bad records are set aside ({@code spark.volpool.badRecords.path}); null: a bad record fails the job. */
+  public String badRecordsPath() {
+    return p.badRecordsPath;
   }
 
   public FileFormat inputFormat() {

@@ -47,6 +47,13 @@ public final class PathOverlap {
             : "delete or overwrite what it reads") + "; choose an output outside the input and beside it, not above it");
   }
 
+  /** Whether {@code a} and {@code b} are one path or one lies inside the other (compared canonical). */
+  public static boolean overlap(String a, String b, Configuration conf) throws IOException {
+    Path x = canonical(new Path(a), conf);
+    Path y = canonical(new Path(b), conf);
+    return x.equals(y) || isWithin(x, y) || isWithin(y, x);
+  }
+
   /** The output overlaps what the job reads: nothing may be written beside it, not even the run's status. */
   public static final class OverlapException extends SettingsException {
     private static final long serialVersionUID = 1L;

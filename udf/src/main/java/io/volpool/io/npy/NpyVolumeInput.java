@@ -142,6 +142,11 @@ public final class NpyVolumeInput implements VolumeInput {
     }
 
     @Override
+    public String filePath() {
+      return file.ref.path();
+    }
+
+    @Override
     public VolumeShape shape() {
       return file.shape;
     }
@@ -244,10 +249,22 @@ public final class NpyVolumeInput implements VolumeInput {
       cur = open(files.get(nextFile++));
     }
     if (cur.next == 0 && cur.whole == null && !cur.header.isPlainF32() && cur.header.fortranOrder()) {
-      loadWhole(cur, gate);
+      try {
+        loadWhole(cur, gate);
+      } catch (BadRecordException e) {
+        // the file is stepped over: the next call opens the next file
+        cur.release();
+        cur = null;
+        throw e;
+      }
     }
     volumes++;
     return new FileVolume(cur, cur.next++, times, rescale);
+  }
+
+  @Override
+  public boolean stepsOverBadRecords() {
+    return true;
   }
 
   private OpenFile open(NpyFileRef ref) {

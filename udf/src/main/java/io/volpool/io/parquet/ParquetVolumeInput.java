@@ -187,6 +187,16 @@ public final class ParquetVolumeInput implements VolumeInput {
     }
 
     @Override
+    public String filePath() {
+      return from.path();
+    }
+
+    @Override
+    public long rowInFile() {
+      return index;
+    }
+
+    @Override
     public VolumeShape shape() {
       if (shape == null) {
         if (!layout.isBinary()) {
