@@ -41,7 +41,8 @@ class SettingsDocTest {
     String r = readme();
     assertThat(r.lines().count()).as("README.md lines").isLessThanOrEqualTo(220);
     assertThat(r).contains("## Contents");
-    for (String page : List.of("settings.md", "operators.md", "failures.md", "memory.md", "cluster.md", "gpus.md", "storage.md")) {
+    for (String page : List.of("settings.md", "operators.md", "failures.md", "memory.md", "cluster.md", "gpus.md", "storage.md",
+        "architecture.md")) {
       assertThat(r).as("README links docs/" + page).contains("docs/" + page);
       assertThat(doc(page)).as("docs/" + page).isNotBlank();
     }
