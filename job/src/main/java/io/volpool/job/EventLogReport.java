@@ -123,9 +123,9 @@ public final class EventLogReport {
                     phases.merge(p.label(), a.path("Value").asDouble(), Double::sum);
                   }
                 }
-                if (name.startsWith("volpool.peak")) {
+                if (name.startsWith(JobMetrics.PREFIX + "peak")) {
                   counts.merge(name, a.path("Value").asLong(), Math::max);
-                } else if (name.startsWith("volpool.")) {
+                } else if (name.startsWith(JobMetrics.PREFIX)) {
                   counts.merge(name, a.path("Value").asLong(), Long::sum);
                 }
               }
@@ -142,7 +142,7 @@ public final class EventLogReport {
               x[1] += t.path("Finish Time").asLong() - t.path("Launch Time").asLong();
               for (JsonNode a : t.path("Accumulables")) {
                 String name = a.path("Name").asText();
-                if ("volpool.volumesRead".equals(name)) {
+                if (JobMetrics.VOLUMES_READ.equals(name)) {
                   x[2] += a.path("Update").asLong();
                 } else if (JobMetrics.phaseName(Phase.KERNELS).equals(name)) {
                   x[3] += Math.round(a.path("Update").asDouble() * 1e3);
@@ -165,9 +165,9 @@ public final class EventLogReport {
       ordered.put(p.label(), phases.getOrDefault(p.label(), 0.0));
     }
     return new Report(app, description, start >= 0 && end >= start ? (end - start) / 1e3 : -1,
-        counts.getOrDefault("volpool.volumesRead", 0L), counts.getOrDefault("volpool.volumesWritten", 0L),
-        counts.getOrDefault("volpool.bytesIn", 0L), counts.getOrDefault("volpool.bytesOut", 0L), ordered, executors,
-        counts.getOrDefault("volpool.peakBudgetBytes", -1L), counts.getOrDefault("volpool.peakHeapBytes", -1L), device);
+        counts.getOrDefault(JobMetrics.VOLUMES_READ, 0L), counts.getOrDefault(JobMetrics.VOLUMES_WRITTEN, 0L),
+        counts.getOrDefault(JobMetrics.BYTES_IN, 0L), counts.getOrDefault(JobMetrics.BYTES_OUT, 0L), ordered, executors,
+        counts.getOrDefault(JobMetrics.PEAK_BUDGET_BYTES, -1L), counts.getOrDefault(JobMetrics.PEAK_HEAP_BYTES, -1L), device);
   }
 
   /** The report as the run's summary prints its figures. */

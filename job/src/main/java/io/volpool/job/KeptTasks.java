@@ -274,7 +274,7 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
         }
         try (org.apache.parquet.hadoop.ParquetFileReader r = io.volpool.io.Files2.openParquet(f.getPath(), conf)) {
           Map<String, String> meta = r.getFooter().getFileMetaData().getKeyValueMetaData();
-          if (!fingerprint.equals(meta.get("volpool.fingerprint"))) {
+          if (!fingerprint.equals(meta.get(io.volpool.io.parquet.ParquetBatchWriter.FINGERPRINT_KEY))) {
             return null;
           }
           // written by this task of the plan, not copied from another task's folder (its rows would be another's)

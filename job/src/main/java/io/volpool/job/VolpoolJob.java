@@ -647,7 +647,7 @@ public final class VolpoolJob {
           : io.volpool.job.io.OutputIds.ofInput(listed, take, conf), conf, append.existing());
     }
     manifest = manifest.withPlanning(planning.toMap(plan));
-    provenance.put("volpool.fingerprint", manifest.fingerprint());
+    provenance.put(ParquetBatchWriter.FINGERPRINT_KEY, manifest.fingerprint());
     OutputSpec outSpec = new OutputSpec(s.outputFormat(),
         (layout == null ? TensorLayout.npyOutputSchema(rowsOut) : layout.outputSchema(rowsOut)).toString(),
         layout == null ? List.of() : layout.passthrough(), codec(s), ROW_GROUP_BYTES, provenance, s.outputRowBytes(),
@@ -994,7 +994,7 @@ public final class VolpoolJob {
     TreeSet<String> backends = new TreeSet<>(m.backends().value());
     // the stored dtypes the tasks read, measured there (the footers were written before the run knew them all)
     provenance = new LinkedHashMap<>(provenance);
-    provenance.put("volpool.input.dtypes", String.join(",", new TreeSet<>(m.inputDtypes().value())));
+    provenance.put(ParquetBatchWriter.INPUT_DTYPES_KEY, String.join(",", new TreeSet<>(m.inputDtypes().value())));
     String backend = backends.isEmpty() ? "none (no input volumes)" : String.join(", ", backends);
     long[] ns = m.phaseNanos();
     ns[Phase.COMMIT.ordinal()] += driverCommitNanos;

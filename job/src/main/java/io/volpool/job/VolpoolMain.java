@@ -424,7 +424,7 @@ public final class VolpoolMain {
   }
 
   /** Started by scripts/volpool (not spark-submit): the driver is this JVM, already running. */
-  static final boolean EMBEDDED = Boolean.getBoolean("volpool.embedded");
+  static final boolean EMBEDDED = io.volpool.conf.InternalProperties.EMBEDDED.flag();
 
   /** {@code $SPARK_CONF_DIR/spark-defaults.conf}, else {@code $SPARK_HOME/conf/spark-defaults.conf}, where it exists. */
   static java.nio.file.Path sparkDefaults() {

@@ -57,6 +57,41 @@ class PackageRulesTest {
     return all;
   }
 
+  private static final Pattern SYSTEM_PROPERTY = Pattern.compile(
+      "(System\\.getProperty|Long\\.getLong|Integer\\.getInteger|Boolean\\.getBoolean)\\(\\s*\"volpool\\.");
+  private static final Pattern KEY = Pattern.compile("\"(volpool\\.[A-Za-z0-9.]+)\"");
+
+  @Test
+  void systemPropertiesAreDeclaredInOnePlace() throws Exception {
+    List<String> wrong = new ArrayList<>();
+    for (Source s : sources()) {
+      for (int i = 0; i < s.code().size(); i++) {
+        if (SYSTEM_PROPERTY.matcher(s.code().get(i)).find()) {
+          wrong.add(s.path() + ":" + (i + 1) + ": " + s.code().get(i).trim());
+        }
+      }
+    }
+    assertThat(wrong).as("-Dvolpool.* properties are read through conf/InternalProperties, where each is declared and"
+        + " documented").isEmpty();
+  }
+
+  @Test
+  void everyVolpoolKeyIsSpelledOnce() throws Exception {
+    Map<String, List<String>> at = new java.util.TreeMap<>();
+    for (Source s : sources()) {
+      for (int i = 0; i < s.code().size(); i++) {
+        Matcher m = KEY.matcher(s.code().get(i));
+        while (m.find()) {
+          at.computeIfAbsent(m.group(1), k -> new ArrayList<>()).add(s.path() + ":" + (i + 1));
+        }
+      }
+    }
+    assertThat(at).as("volpool.* keys found").isNotEmpty();
+    at.values().removeIf(l -> l.size() == 1);
+    assertThat(at).as("footer keys, accumulator names, configuration and system property keys: each spelled once, as"
+        + " a constant the others use").isEmpty();
+  }
+
   @Test
   void packagesImportDownwardOnly() throws Exception {
     List<String> wrong = new ArrayList<>();

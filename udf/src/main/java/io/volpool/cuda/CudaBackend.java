@@ -60,14 +60,14 @@ public final class CudaBackend implements Backend {
   private final int driverVersion;
   private final double memoryFraction;
   private final MemoryBudget budget;
-  private final boolean poison = Boolean.getBoolean("volpool.cuda.poison");
+  private final boolean poison = io.volpool.conf.InternalProperties.CUDA_POISON.flag();
   /**
    * Whether batches of 8- and 16-bit volumes go to the device at their stored width and are widened
    * there (the default since StoredInputTest and the job's dtype tests passed on the H200,
    * docs/gpu-testing.md); {@code -Dvolpool.cuda.widenOnDevice=false} has the readers widen on the host,
    * as before (a way back, and the baseline of the dtype benchmark).
    */
-  private final boolean widenOnDevice = !"false".equals(System.getProperty("volpool.cuda.widenOnDevice"));
+  private final boolean widenOnDevice = io.volpool.conf.InternalProperties.CUDA_WIDEN_ON_DEVICE.flag();
   private final Map<Integer, CudaDevice> devices = new HashMap<>();
   private final BufferPool<PinnedKey, PinnedBlock> pinned;
   private boolean closed;
@@ -442,7 +442,7 @@ public final class CudaBackend implements Backend {
    * third of their task time allocating pinned memory, and each task read, computed and wrote in turn.
    * {@code -Dvolpool.cuda.slabRunBytes} sets another aim (benchmarks: the largest slabs, as before).
    */
-  static final long SLAB_RUN_TARGET = Long.getLong("volpool.cuda.slabRunBytes", 256L << 20);
+  static final long SLAB_RUN_TARGET = io.volpool.conf.InternalProperties.CUDA_SLAB_RUN_BYTES.longValue();
 
   @Override
   public int slabPlanes(SlabPlan plan, long hostBytes, int device) {
@@ -474,7 +474,7 @@ public final class CudaBackend implements Backend {
   }
 
   /** {@code -Dvolpool.cuda.slabReadThreads}: read threads of every slab run (benchmarks), else 0: {@link #slabReadThreads}. */
-  static final int SLAB_READ_THREADS = Integer.getInteger("volpool.cuda.slabReadThreads", 0);
+  static final int SLAB_READ_THREADS = (int) io.volpool.conf.InternalProperties.CUDA_SLAB_READ_THREADS.longValue();
 
   /** Reads the next slab of slabbed runs while the GPU works on the current one. */
   private final java.util.concurrent.ExecutorService slabReader = java.util.concurrent.Executors.newCachedThreadPool(r -> {

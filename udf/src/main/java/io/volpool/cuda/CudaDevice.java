@@ -102,7 +102,7 @@ final class CudaDevice implements AutoCloseable {
    * {@code volpool.fatbin} (kernel development: compare a variant without rebuilding the jar).
    */
   private static byte[] loadImage() {
-    String override = System.getProperty("volpool.fatbin");
+    String override = io.volpool.conf.InternalProperties.FATBIN.value();
     if (override != null) {
       try {
         return java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(override));

@@ -32,7 +32,7 @@ import jcuda.driver.CUdeviceptr;
 final class CudaExecutor implements BatchExecutor {
   private static final int NAN_BITS = Float.floatToRawIntBits(Float.NaN);
   /** Bytes of one input staging chunk (two per batch); small volumes batch whole into them. */
-  static final long STAGING_CHUNK = Long.getLong("volpool.cuda.stagingChunkBytes", 8L << 20);
+  static final long STAGING_CHUNK = io.volpool.conf.InternalProperties.CUDA_STAGING_CHUNK_BYTES.longValue();
 
   private final CudaDevice device;
   private final KernelPlan plan;

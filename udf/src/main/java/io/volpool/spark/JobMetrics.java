@@ -19,6 +19,15 @@ public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWri
     LongAccumulator slabbedVolumes, LongAccumulator volumeStarts, CollectionAccumulator<String> inputDtypes,
     LongAccumulator quarantined) implements Serializable {
 
+  /** The accumulators' names, as the Spark UI and the event log show them (and {@code EventLogReport} reads them). */
+  public static final String PREFIX = "volpool.";
+  public static final String VOLUMES_READ = PREFIX + "volumesRead";
+  public static final String VOLUMES_WRITTEN = PREFIX + "volumesWritten";
+  public static final String BYTES_IN = PREFIX + "bytesIn";
+  public static final String BYTES_OUT = PREFIX + "bytesOut";
+  public static final String PEAK_BUDGET_BYTES = PREFIX + "peakBudgetBytes";
+  public static final String PEAK_HEAP_BYTES = PREFIX + "peakHeapBytes";
+
   public static JobMetrics register(SparkContext sc) {
     // one accumulator a phase, in seconds summed over tasks, named as the summary names it: the stage page
     // and the event log show "volpool time: read (s)  37.2", not an array
@@ -27,15 +36,15 @@ public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWri
       phases.put(p, sc.doubleAccumulator(phaseName(p)));
     }
     MaxAccumulator budget = new MaxAccumulator();
-    sc.register(budget, "volpool.peakBudgetBytes");
+    sc.register(budget, PEAK_BUDGET_BYTES);
     MaxAccumulator heap = new MaxAccumulator();
-    sc.register(heap, "volpool.peakHeapBytes");
-    return new JobMetrics(sc.longAccumulator("volpool.volumesRead"), sc.longAccumulator("volpool.volumesWritten"),
-        sc.longAccumulator("volpool.filesWritten"), sc.longAccumulator("volpool.bytesIn"),
-        sc.longAccumulator("volpool.bytesOut"), sc.longAccumulator("volpool.batches"), phases, budget, heap,
-        sc.collectionAccumulator("volpool.backends"), sc.longAccumulator("volpool.slabbedVolumes"),
-        sc.longAccumulator("volpool.volumeStarts"), sc.collectionAccumulator("volpool.inputDtypes"),
-        sc.longAccumulator("volpool.badRecordsSetAside"));
+    sc.register(heap, PEAK_HEAP_BYTES);
+    return new JobMetrics(sc.longAccumulator(VOLUMES_READ), sc.longAccumulator(VOLUMES_WRITTEN),
+        sc.longAccumulator(PREFIX + "filesWritten"), sc.longAccumulator(BYTES_IN),
+        sc.longAccumulator(BYTES_OUT), sc.longAccumulator(PREFIX + "batches"), phases, budget, heap,
+        sc.collectionAccumulator(PREFIX + "backends"), sc.longAccumulator(PREFIX + "slabbedVolumes"),
+        sc.longAccumulator(PREFIX + "volumeStarts"), sc.collectionAccumulator(PREFIX + "inputDtypes"),
+        sc.longAccumulator(PREFIX + "badRecordsSetAside"));
   }
 
   /** The accumulator of phase {@code p}'s seconds, as the Spark UI shows it: {@code volpool time: read (s)}. */

@@ -174,7 +174,7 @@ final class CommitLock {
    * (commits and recoveries are renames); the system property {@code volpool.commitLock.waitMillis} (tests) sets it.
    */
   static long waitMillis() {
-    return Long.getLong("volpool.commitLock.waitMillis", 60_000L);
+    return io.volpool.conf.InternalProperties.COMMIT_LOCK_WAIT_MILLIS.longValue();
   }
 
   void acquire() throws IOException {

@@ -9,14 +9,14 @@ import org.apache.spark.scheduler.SparkListenerTaskEnd;
 
 /**
  * The named points of a run where the kill-point tests stop the driver's JVM, as storage engines test their
- * commit: a test sets the system property {@value #PROPERTY} to {@code POINT} or {@code POINT:TERM} (default
+ * commit: a test sets the system property {@code volpool.test.killAt} to {@code POINT} or {@code POINT:TERM} (default
  * SIGKILL) and the run sends that signal to its own process when it gets there ({@code POINT:SLEEP=N}: it waits
  * N seconds there instead, for a concurrent run). Not a user setting: without
  * the property every {@link #reach} returns at once.
  */
 public final class KillPoints {
   /** The system property naming the point and signal, e.g. {@code -Dvolpool.test.killAt=moved_in:TERM}. */
-  public static final String PROPERTY = "volpool.test.killAt";
+  public static final String PROPERTY = io.volpool.conf.InternalProperties.KILL_AT.key();
   /** The plan is made and the output prepared (its staging and owner exist); no task ran. */
   public static final String PLANNED = "planned";
   /** The first task committed. */
@@ -39,7 +39,7 @@ public final class KillPoints {
   private KillPoints() {}
 
   private static String[] setting() {
-    String at = System.getProperty(PROPERTY);
+    String at = io.volpool.conf.InternalProperties.KILL_AT.value();
     if (at == null || at.isBlank()) {
       return null;
     }

@@ -49,6 +49,15 @@ class SettingsDocTest {
   }
 
   @Test
+  void developmentListsEveryInternalProperty() throws Exception {
+    String dev = doc("development.md");
+    for (io.volpool.conf.InternalProperties.Property p : io.volpool.conf.InternalProperties.ALL) {
+      assertThat(dev).as("docs/development.md lists -D" + p.key()).contains("| `" + p.key() + "` | "
+          + (p.defaultValue() == null ? "(none)" : "`" + p.defaultValue() + "`") + " | ");
+    }
+  }
+
+  @Test
   void readmeStartsWithTheTwoCommands() throws Exception {
     List<String> lines = readme().lines().limit(5).toList();
     assertThat(lines).anyMatch(l -> l.trim().startsWith("scripts/demo"));

@@ -330,6 +330,10 @@ public final class ParquetBatchWriter implements AutoCloseable {
 
   /** The footer key naming the task (its index in the run's plan) that wrote the file. */
   public static final String TASK_KEY = "volpool.task";
+  /** The footer key of the stored dtypes of the file's volumes (the summary's provenance uses it for the run's). */
+  public static final String INPUT_DTYPES_KEY = "volpool.input.dtypes";
+  /** The footer key of the run's fingerprint (input and settings): a resumed run keeps files of its own only. */
+  public static final String FINGERPRINT_KEY = "volpool.fingerprint";
 
   /** The task of the plan writing this file, for its footer; -1 (none) for a file the driver writes. */
   private int task = -1;
@@ -348,7 +352,7 @@ public final class ParquetBatchWriter implements AutoCloseable {
     long t0 = System.nanoTime();
     try {
       java.util.Map<String, String> meta = new java.util.LinkedHashMap<>(spec.metadata());
-      meta.put("volpool.input.dtypes", String.join(",", inputDtypes));
+      meta.put(INPUT_DTYPES_KEY, String.join(",", inputDtypes));
       if (task >= 0) {
         meta.put(TASK_KEY, String.valueOf(task));
       }
