@@ -13,77 +13,93 @@ import java.util.Map;
  * volumes run in slabs; rows and volumes differ where volumes are stored across rows), bytes, the
  * time of each phase summed over tasks, memory peaks and what made the output. Immutable value.
  */
-public record RunSummary(String status, String input, String inputFormat, String output, String outputFormat,
-    String pipeline, String backend, long volumesIn, long volumesOut, long rowsIn, long rowsOut, long filesOut,
-        long bytesIn, long bytesOut, long batches,
-    long slabbed, long volumesAcrossRows, double wallSeconds, Map<String, Double> phaseSeconds, long budgetBytes,
-    long peakBudgetBytes, long peakHeapBytes, List<String> skipped, Map<String, String> provenance,
-    Map<String, String> settings, Timeline timeline, Map<String, Object> continued,
+public record RunSummary(String status, Run run, Counts counts, Resources resources, List<String> skipped,
+    Map<String, String> provenance, Map<String, String> settings, Timeline timeline, Map<String, Object> continued,
     io.volpool.job.commit.SetAside badRecords) {
-  /** A summary of a run that set no bad records aside. */
-  public RunSummary(String status, String input, String inputFormat, String output, String outputFormat,
-      String pipeline, String backend, long volumesIn, long volumesOut, long rowsIn, long rowsOut, long filesOut,
-      long bytesIn, long bytesOut, long batches, long slabbed, long volumesAcrossRows, double wallSeconds,
-      Map<String, Double> phaseSeconds, long budgetBytes, long peakBudgetBytes, long peakHeapBytes, List<String> skipped,
-      Map<String, String> provenance, Map<String, String> settings, Timeline timeline, Map<String, Object> continued) {
-    this(status, input, inputFormat, output, outputFormat, pipeline, backend, volumesIn, volumesOut, rowsIn, rowsOut,
-        filesOut, bytesIn, bytesOut, batches, slabbed, volumesAcrossRows, wallSeconds, phaseSeconds, budgetBytes,
-        peakBudgetBytes, peakHeapBytes, skipped, provenance, settings, timeline, continued,
-        io.volpool.job.commit.SetAside.NONE);
+
+  /** What ran: the input and output and their formats, the pipeline, the backends that ran it. */
+  public record Run(String input, String inputFormat, String output, String outputFormat, String pipeline,
+      String backend) {}
+
+  /**
+   * What the run counted: volumes and rows read and committed, files committed, bytes, batches, volumes (or
+   * ranges of one) run in slabs, and the volumes the input stores across rows (-1: it stores none so).
+   */
+  public record Counts(long volumesIn, long volumesOut, long rowsIn, long rowsOut, long filesOut, long bytesIn,
+      long bytesOut, long batches, long slabbed, long volumesAcrossRows) {
+    /** A run that ran no task. */
+    public static final Counts NONE = new Counts(0, 0, 0, 0, 0, 0, 0, 0, 0, -1);
   }
 
   /**
-   * A summary without {@code continued}: a run that neither resumed nor appended.
+   * Where the time and memory went: the wall time, each phase's seconds summed over tasks, the executors' memory
+   * budget, its peak use and the peak heap, as the executors measured them.
    */
-  public RunSummary(String status, String input, String inputFormat, String output, String outputFormat,
-      String pipeline, String backend, long volumesIn, long volumesOut, long rowsIn, long rowsOut, long filesOut,
-      long bytesIn, long bytesOut, long batches, long slabbed, long volumesAcrossRows, double wallSeconds,
-      Map<String, Double> phaseSeconds, long budgetBytes, long peakBudgetBytes, long peakHeapBytes, List<String> skipped,
-      Map<String, String> provenance, Map<String, String> settings, Timeline timeline) {
-    this(status, input, inputFormat, output, outputFormat, pipeline, backend, volumesIn, volumesOut, rowsIn, rowsOut,
-        filesOut, bytesIn, bytesOut, batches, slabbed, volumesAcrossRows, wallSeconds, phaseSeconds, budgetBytes,
-        peakBudgetBytes, peakHeapBytes, skipped, provenance, settings, timeline, Map.of());
+  public record Resources(double wallSeconds, Map<String, Double> phaseSeconds, long budgetBytes, long peakBudgetBytes,
+      long peakHeapBytes) {
+    /** The resources of a run that ran no task, which took {@code wallSeconds}. */
+    public static Resources none(double wallSeconds) {
+      return new Resources(wallSeconds, Map.of(), 0, 0, 0);
+    }
+  }
+
+  /**
+   * The summary of a run that ran no task (an output complete already, an append with nothing new), as its
+   * {@code status} says.
+   */
+  public static RunSummary nothingRun(String status, Run run, double wallSeconds, List<String> skipped,
+      Map<String, String> provenance, Map<String, String> settings, Map<String, Object> continued) {
+    return new RunSummary(status, run, Counts.NONE, Resources.none(wallSeconds), skipped, provenance, settings,
+        new Timeline(-1, -1, -1, -1, -1, -1), continued, io.volpool.job.commit.SetAside.NONE);
+  }
+
+  public long volumesIn() {
+    return counts.volumesIn();
+  }
+
+  public long volumesOut() {
+    return counts.volumesOut();
   }
 
   public double volumesPerSecond() {
-    return wallSeconds > 0 ? volumesIn / wallSeconds : 0;
+    return resources.wallSeconds() > 0 ? counts.volumesIn() / resources.wallSeconds() : 0;
   }
 
   public double gbPerSecondIn() {
-    return wallSeconds > 0 ? bytesIn / wallSeconds / 1e9 : 0;
+    return resources.wallSeconds() > 0 ? counts.bytesIn() / resources.wallSeconds() / 1e9 : 0;
   }
 
   public double gbPerSecondOut() {
-    return wallSeconds > 0 ? bytesOut / wallSeconds / 1e9 : 0;
+    return resources.wallSeconds() > 0 ? counts.bytesOut() / resources.wallSeconds() / 1e9 : 0;
   }
 
   /** The summary as pretty JSON. */
   public String toJson() {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("status", status);
-    m.put("input", input);
-    m.put("input_format", inputFormat);
-    m.put("output", output);
-    m.put("output_format", outputFormat);
-    m.put("pipeline", pipeline);
-    m.put("backend", backend);
-    m.put("volumes_in", volumesIn);
-    m.put("volumes_out", volumesOut);
-    m.put("rows_in", rowsIn);
-    m.put("rows_out", rowsOut);
-    m.put("files_out", filesOut);
-    m.put("bytes_in", bytesIn);
-    m.put("bytes_out", bytesOut);
-    m.put("batches", batches);
-    m.put("volumes_in_slabs", slabbed);
-    if (volumesAcrossRows >= 0) {
-      m.put("volumes_across_rows", volumesAcrossRows);
+    m.put("input", run.input());
+    m.put("input_format", run.inputFormat());
+    m.put("output", run.output());
+    m.put("output_format", run.outputFormat());
+    m.put("pipeline", run.pipeline());
+    m.put("backend", run.backend());
+    m.put("volumes_in", counts.volumesIn());
+    m.put("volumes_out", counts.volumesOut());
+    m.put("rows_in", counts.rowsIn());
+    m.put("rows_out", counts.rowsOut());
+    m.put("files_out", counts.filesOut());
+    m.put("bytes_in", counts.bytesIn());
+    m.put("bytes_out", counts.bytesOut());
+    m.put("batches", counts.batches());
+    m.put("volumes_in_slabs", counts.slabbed());
+    if (counts.volumesAcrossRows() >= 0) {
+      m.put("volumes_across_rows", counts.volumesAcrossRows());
     }
     if (badRecords.records() > 0) {
       m.put("bad_records", badRecords.records());
       m.put("bad_records_file", badRecords.file().toString());
     }
-    m.put("wall_seconds", Math.round(wallSeconds * 1000) / 1000.0);
+    m.put("wall_seconds", Math.round(resources.wallSeconds() * 1000) / 1000.0);
     m.put("volumes_per_second", Math.round(volumesPerSecond() * 10) / 10.0);
     m.put("gb_per_second_in", Math.round(gbPerSecondIn() * 1000) / 1000.0);
     m.put("gb_per_second_out", Math.round(gbPerSecondOut() * 1000) / 1000.0);
@@ -100,10 +116,10 @@ public record RunSummary(String status, String input, String inputFormat, String
       // a resumed run's kept work and an append's new and known input, counted where they were found
       m.put(continued.containsKey("tasks_kept") ? "resumed" : "appended", continued);
     }
-    m.put("phase_seconds_summed_over_tasks", phaseSeconds);
-    m.put("memory_budget_bytes", budgetBytes);
-    m.put("peak_budget_bytes", peakBudgetBytes);
-    m.put("peak_heap_bytes", peakHeapBytes);
+    m.put("phase_seconds_summed_over_tasks", resources.phaseSeconds());
+    m.put("memory_budget_bytes", resources.budgetBytes());
+    m.put("peak_budget_bytes", resources.peakBudgetBytes());
+    m.put("peak_heap_bytes", resources.peakHeapBytes());
     m.put("skipped_files", skipped);
     m.put("provenance", provenance);
     m.put("settings", settings);
@@ -117,38 +133,40 @@ public record RunSummary(String status, String input, String inputFormat, String
   /** The one-screen text summary. */
   public String toText() {
     StringBuilder phases = new StringBuilder();
+    Map<String, Double> phaseSeconds = resources.phaseSeconds();
     double total = phaseSeconds.values().stream().mapToDouble(Double::doubleValue).sum();
     phaseSeconds.forEach((k, v) -> {
       if (v > 0) {
         phases.append(String.format("%n    %-16s %10.2f s  %5.1f%%", k, v, total > 0 ? 100 * v / total : 0));
       }
     });
+    Counts c = counts;
     return String.join("\n",
         "volpool run summary",
         "  status        " + status,
-        "  pipeline      " + pipeline,
-        "  backend       " + backend,
-        "  input         " + input + " (" + inputFormat + ")" + (skipped.isEmpty() ? ""
+        "  pipeline      " + run.pipeline(),
+        "  backend       " + run.backend(),
+        "  input         " + run.input() + " (" + run.inputFormat() + ")" + (skipped.isEmpty() ? ""
             : ", " + skipped.size() + " file(s) skipped (see the log)"),
-        "  output        " + output + " (" + outputFormat + ")",
-        "  volumes       " + volumesIn + " in" + (continued.get("volumes_kept") instanceof Number k
-            ? " (and " + k + " kept from the resumed run)" : "") + ", " + volumesOut + " out, " + count(batches, "batch",
-            "batches") + ", "
-            + count(filesOut, "file", "files")
-            + (slabbed > 0 ? ", " + slabbed + " slabbed" : ""),
-        "  rows          " + rowsIn + " in, " + rowsOut + " out" + (volumesAcrossRows >= 0
-            ? " (the input holds " + count(volumesAcrossRows, "volume", "volumes") + " stored across rows)" : rowsIn != volumesIn
-                || rowsOut != volumesOut ? " (the output holds volumes across rows)" : ""),
-        "  bytes         " + mib(bytesIn) + " in, " + mib(bytesOut) + " out" + continuedText() + (badRecords.records() > 0
-            ? "\n  bad records   " + badRecords.records() + " set aside, in " + badRecords.file() : ""),
-        String.format("  wall time     %.2f s", wallSeconds),
+        "  output        " + run.output() + " (" + run.outputFormat() + ")",
+        "  volumes       " + c.volumesIn() + " in" + (continued.get("volumes_kept") instanceof Number k
+            ? " (and " + k + " kept from the resumed run)" : "") + ", " + c.volumesOut() + " out, "
+            + count(c.batches(), "batch", "batches") + ", " + count(c.filesOut(), "file", "files")
+            + (c.slabbed() > 0 ? ", " + c.slabbed() + " slabbed" : ""),
+        "  rows          " + c.rowsIn() + " in, " + c.rowsOut() + " out" + (c.volumesAcrossRows() >= 0
+            ? " (the input holds " + count(c.volumesAcrossRows(), "volume", "volumes") + " stored across rows)"
+            : c.rowsIn() != c.volumesIn() || c.rowsOut() != c.volumesOut() ? " (the output holds volumes across rows)" : ""),
+        "  bytes         " + mib(c.bytesIn()) + " in, " + mib(c.bytesOut()) + " out" + continuedText()
+            + (badRecords.records() > 0 ? "\n  bad records   " + badRecords.records() + " set aside, in " + badRecords.file()
+                : ""),
+        String.format("  wall time     %.2f s", resources.wallSeconds()),
         String.format("  throughput    %.1f volumes/s, %.3f GB/s in, %.3f GB/s out", volumesPerSecond(), gbPerSecondIn(),
             gbPerSecondOut()),
         "  timeline      " + timelineText(),
-        "  memory        peak " + mib(peakBudgetBytes) + " of the " + mib(budgetBytes) + " budget, heap peak "
-            + mib(peakHeapBytes),
+        "  memory        peak " + mib(resources.peakBudgetBytes()) + " of the " + mib(resources.budgetBytes())
+            + " budget, heap peak " + mib(resources.peakHeapBytes()),
         "  time by phase (summed over tasks):" + phases,
-        "  summary file  " + output + "/_volpool_summary.json") + "\n";
+        "  summary file  " + run.output() + "/_volpool_summary.json") + "\n";
   }
 
   /** The resumed or appended run's line, after the bytes' (empty for other runs). */

@@ -357,10 +357,9 @@ public final class VolpoolJob {
     continued.put("tasks_kept", 0L);
     continued.put("tasks_run", 0L);
     continued.put("output", "complete already, nothing run");
-    return new RunSummary("complete already", s.input(), s.inputFormat().toString(), fs.makeQualified(out).toString(),
-        s.outputFormat().toString(), p.pipeline().describe(), "none (nothing run)", 0, 0, 0, 0, 0, 0, 0, 0, 0, -1,
-        (System.nanoTime() - t0) / 1e9, Map.of(), 0, 0, 0, p.input().skipped(), p.outSpec().metadata(), s.effective(),
-        new Timeline(-1, -1, -1, -1, -1, -1), continued);
+    return RunSummary.nothingRun("complete already", new RunSummary.Run(s.input(), s.inputFormat().toString(),
+        fs.makeQualified(out).toString(), s.outputFormat().toString(), p.pipeline().describe(), "none (nothing run)"),
+        (System.nanoTime() - t0) / 1e9, p.input().skipped(), p.outSpec().metadata(), s.effective(), continued);
   }
 
   /**
@@ -373,10 +372,10 @@ public final class VolpoolJob {
     OutputCommit.removeDeadLeftovers(s.output(), p.conf());
     LOG.info("volpool: nothing new in {}: its {} input file(s) are all in {} already (mode=append); 0 volumes processed",
         s.input(), p.append().known(), out);
-    return new RunSummary("nothing new", s.input(), s.inputFormat().toString(),
+    return RunSummary.nothingRun("nothing new", new RunSummary.Run(s.input(), s.inputFormat().toString(),
         out.getFileSystem(p.conf()).makeQualified(out).toString(), s.outputFormat().toString(), p.pipeline().describe(),
-        "none (nothing run)", 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, (System.nanoTime() - t0) / 1e9, Map.of(), 0, 0, 0,
-        p.input().skipped(), Map.of(), s.effective(), new Timeline(-1, -1, -1, -1, -1, -1), p.append().describe());
+        "none (nothing run)"), (System.nanoTime() - t0) / 1e9, p.input().skipped(), Map.of(), s.effective(),
+        p.append().describe());
   }
 
   /**
@@ -775,7 +774,7 @@ public final class VolpoolJob {
     }
     Map<String, Object> continued = p.append() != null ? appendTotals(p, out, committed) : kept.describe(out, p.input());
     RunSummary summary = summary(s, out, metrics, p.pipeline(), p.input(), committed, p.outSpec().metadata(),
-        (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, p.spec(), timeline, continued, bad);
+        (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, timeline, continued, bad);
     out.writeText(SUMMARY_FILE, summary.toJson());
     // last: the manifest says which input the output holds (an append's: the output's and this run's)
     out.writeText(io.volpool.job.commit.RunManifest.FILE, (p.append() != null ? p.append().after(p.manifest(), out.id())
@@ -989,8 +988,8 @@ public final class VolpoolJob {
   }
 
   private static RunSummary summary(JobSettings s, OutputCommit out, JobMetrics m, Pipeline p, InputPlanner.Plan plan,
-      CommittedOutput committed, Map<String, String> provenance, double secs, long driverCommitNanos, RunSpec spec,
-      Timeline timeline, Map<String, Object> continued, io.volpool.job.commit.SetAside bad) {
+      CommittedOutput committed, Map<String, String> provenance, double secs, long driverCommitNanos, Timeline timeline,
+      Map<String, Object> continued, io.volpool.job.commit.SetAside bad) {
     TreeSet<String> backends = new TreeSet<>(m.backends().value());
     // the stored dtypes the tasks read, measured there (the footers were written before the run knew them all)
     provenance = new LinkedHashMap<>(provenance);
@@ -1003,11 +1002,15 @@ public final class VolpoolJob {
       // microseconds: a GPU kernel over a small batch takes far less than a millisecond
       phases.put(ph.label(), Math.round(ns[ph.ordinal()] / 1e3) / 1e6);
     }
-    return new RunSummary("succeeded", s.input(), s.inputFormat().toString(), out.output().toString(), s.outputFormat().toString(),
-        p.describe(), backend, plan.volumes() >= 0 ? plan.volumes() : m.volumesRead().value(), committed.volumes(),
-        m.volumesRead().value(), committed.rows(), committed.files(), m.bytesIn().value(),
-        m.bytesOut().value(), m.batches().value(), m.slabbedVolumes().value(), plan.volumes(), secs, phases,
-            io.volpool.memory.MemoryBudget.bytesFor(spec.memoryBudget()), m.peakBudgetBytes().value(),
-        m.peakHeapBytes().value(), plan.skipped(), provenance, s.effective(), timeline, continued, bad);
+    RunSummary.Run run = new RunSummary.Run(s.input(), s.inputFormat().toString(), out.output().toString(),
+        s.outputFormat().toString(), p.describe(), backend);
+    RunSummary.Counts counts = new RunSummary.Counts(plan.volumes() >= 0 ? plan.volumes() : m.volumesRead().value(),
+        committed.volumes(), m.volumesRead().value(), committed.rows(), committed.files(), m.bytesIn().value(),
+        m.bytesOut().value(), m.batches().value(), m.slabbedVolumes().value(), plan.volumes());
+    // the budget the executors ran under, as they resolved it (an executor's heap, not the driver's)
+    RunSummary.Resources resources = new RunSummary.Resources(secs, phases, m.budgetBytes().value(),
+        m.peakBudgetBytes().value(), m.peakHeapBytes().value());
+    return new RunSummary("succeeded", run, counts, resources, plan.skipped(), provenance, s.effective(), timeline,
+        continued, bad);
   }
 }

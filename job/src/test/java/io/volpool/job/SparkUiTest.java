@@ -190,6 +190,8 @@ class SparkUiTest {
             org.assertj.core.data.Offset.offset(2e-3));
     assertThat(r.peakBudgetBytes()).as("peak budget").isEqualTo(summary.get("peak_budget_bytes").asLong()).isPositive();
     assertThat(r.peakHeapBytes()).as("peak heap").isEqualTo(summary.get("peak_heap_bytes").asLong());
+    assertThat(summary.get("memory_budget_bytes").asLong()).as("the budget the executors resolved and ran under")
+        .isPositive().isGreaterThanOrEqualTo(summary.get("peak_budget_bytes").asLong());
     assertThat(r.wallSeconds()).isPositive();
     java.io.ByteArrayOutputStream text = new java.io.ByteArrayOutputStream();
     EventLogReport.print(r, new java.io.PrintStream(text, true, java.nio.charset.StandardCharsets.UTF_8));

@@ -17,7 +17,7 @@ public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWri
     java.util.EnumMap<Phase, org.apache.spark.util.DoubleAccumulator> phaseSeconds,
     MaxAccumulator peakBudgetBytes, MaxAccumulator peakHeapBytes, CollectionAccumulator<String> backends,
     LongAccumulator slabbedVolumes, LongAccumulator volumeStarts, CollectionAccumulator<String> inputDtypes,
-    LongAccumulator quarantined) implements Serializable {
+    LongAccumulator quarantined, MaxAccumulator budgetBytes) implements Serializable {
 
   /** The accumulators' names, as the Spark UI and the event log show them (and {@code EventLogReport} reads them). */
   public static final String PREFIX = "volpool.";
@@ -37,6 +37,8 @@ public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWri
     }
     MaxAccumulator budget = new MaxAccumulator();
     sc.register(budget, PEAK_BUDGET_BYTES);
+    MaxAccumulator budgetLimit = new MaxAccumulator();
+    sc.register(budgetLimit, PREFIX + "budgetBytes");
     MaxAccumulator heap = new MaxAccumulator();
     sc.register(heap, PEAK_HEAP_BYTES);
     return new JobMetrics(sc.longAccumulator(VOLUMES_READ), sc.longAccumulator(VOLUMES_WRITTEN),
@@ -44,7 +46,7 @@ public record JobMetrics(LongAccumulator volumesRead, LongAccumulator volumesWri
         sc.longAccumulator(BYTES_OUT), sc.longAccumulator(PREFIX + "batches"), phases, budget, heap,
         sc.collectionAccumulator(PREFIX + "backends"), sc.longAccumulator(PREFIX + "slabbedVolumes"),
         sc.longAccumulator(PREFIX + "volumeStarts"), sc.collectionAccumulator(PREFIX + "inputDtypes"),
-        sc.longAccumulator(PREFIX + "badRecordsSetAside"));
+        sc.longAccumulator(PREFIX + "badRecordsSetAside"), budgetLimit);
   }
 
   /** The accumulator of phase {@code p}'s seconds, as the Spark UI shows it: {@code volpool time: read (s)}. */

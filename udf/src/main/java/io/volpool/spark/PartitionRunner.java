@@ -211,6 +211,7 @@ public final class PartitionRunner implements PairFlatMapFunction<Iterator<TaskP
       metrics.phaseSeconds().get(p).add(ns[p.ordinal()] / 1e9);
     }
     metrics.peakBudgetBytes().add(budget.peak());
+    metrics.budgetBytes().add(budget.limit());
     metrics.peakHeapBytes().add(state.peakHeap());
     if (runner.volumesIn() > 0) {
       metrics.backends().add(backendName);
