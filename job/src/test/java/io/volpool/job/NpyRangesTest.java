@@ -119,7 +119,7 @@ class NpyRangesTest {
           SlabVolumes<NpyRange> run = new SlabVolumes<>(task, new NpyRangeInput(rescale, new Configuration(),
               NpyHeader.DEFAULT_MAX_HEADER_BYTES, new PhaseTimes()), cpu, 0, spec, budget, new TaskState(), "test")) {
         for (BatchRunner.Finished f = run.next(); f != null; f = run.next()) {
-          int index = f.items().get(0).npyPlace().index();
+          int index = f.items().get(0).filePlace().index();
           SlabRangesTest.Ran r = out.computeIfAbsent(index, k -> {
             SlabRangesTest.Ran x = new SlabRangesTest.Ran(o);
             java.util.Arrays.fill(x.out, Float.NaN);

@@ -1,7 +1,5 @@
 package io.volpool.io;
 
-import io.volpool.io.npy.NpyVolumeInput;
-
 import io.volpool.backend.VolumeSink;
 import io.volpool.format.Rescale;
 import io.volpool.format.ValueType;
@@ -97,13 +95,17 @@ public interface VolumeSource {
   }
 
   /**
-   * Where this volume lies in its .npy input file, which .npy output mirrors (the output file, and the
-   * volume's index in it); null for other inputs.
+   * Where this volume lies in an input file holding a batch of volumes, which an output mirroring the
+   * input's files repeats (the output file, and the volume's index in it); null for other inputs.
    */
-  default NpyPlace npyPlace() {
+  default FilePlace filePlace() {
     return null;
   }
 
-  /** Volume {@code index} of the open .npy input file {@code file}. */
-  record NpyPlace(NpyVolumeInput.OpenFile file, int index) {}
+  /**
+   * Volume {@code index} of the {@code count} volumes of the input file {@code path} ({@code relative} below the
+   * input root), whose batch dimensions before {@code [C, D, H, W]} are {@code leading} (none for one volume).
+   * Plain values: a writer needs no reader's types.
+   */
+  record FilePlace(String path, String relative, long[] leading, int count, int index) {}
 }

@@ -26,7 +26,8 @@ public final class NpyBatchWriter implements AutoCloseable {
   private final Path root;
   private final Configuration conf;
   private final PhaseTimes times;
-  private NpyVolumeInput.OpenFile current;
+  /** The input file whose output is open (its first volume's place), or null. */
+  private VolumeSource.FilePlace current;
   private OutputStream os;
   private int written;
   private long files;
@@ -53,16 +54,16 @@ public final class NpyBatchWriter implements AutoCloseable {
   public void write(List<VolumeSource> items, VolumeShape outShape, Dtype dtype, ByteBuffer out, long[] offsets)
       throws IOException {
     for (int i = 0; i < items.size(); i++) {
-      VolumeSource.NpyPlace v = items.get(i).npyPlace();
+      VolumeSource.FilePlace v = items.get(i).filePlace();
       if (v == null) {
         throw new IllegalStateException(items.get(i).record() + ": .npy output is written from .npy input only");
       }
-      if (current != v.file()) {
+      if (current == null || !current.path().equals(v.path())) {
         if (current != null) {
-          throw new IllegalStateException(current.ref().path() + ": output file closed after " + written + " of "
+          throw new IllegalStateException(current.path() + ": output file closed after " + written + " of "
               + current.count() + " volumes");
         }
-        open(v.file(), outShape, dtype);
+        open(v, outShape, dtype);
       }
       if (v.index() != written) {
         throw new IllegalStateException(items.get(i).record() + " arrived out of order (expected volume " + written + ")");
@@ -97,7 +98,7 @@ public final class NpyBatchWriter implements AutoCloseable {
     return chunk;
   }
 
-  private void open(NpyVolumeInput.OpenFile f, VolumeShape outShape, Dtype dtype) throws IOException {
+  private void open(VolumeSource.FilePlace f, VolumeShape outShape, Dtype dtype) throws IOException {
     long t0 = System.nanoTime();
     long[] leading = f.leading();
     long[] shape = new long[leading.length + 4];
@@ -107,7 +108,7 @@ public final class NpyBatchWriter implements AutoCloseable {
       shape[leading.length + k] = d[k];
     }
     // a relative path is never parsed on its own as a URI: a name may hold ':'
-    Path target = new Path(root.toString() + "/" + f.ref().relative());
+    Path target = new Path(root.toString() + "/" + f.relative());
     os = ChannelOutputFile.of(target, conf).create(0);
     os.write(Npy.header(shape, dtype));
     current = f;
@@ -129,7 +130,7 @@ public final class NpyBatchWriter implements AutoCloseable {
   @Override
   public void close() throws IOException {
     if (current != null) {
-      String p = current.ref().path();
+      String p = current.path();
       int w = written;
       os.close();
       throw new IllegalStateException(p + ": output file ended after " + w + " of " + current.count() + " volumes");

@@ -143,8 +143,8 @@ public final class NpyPlanesInPlace implements AutoCloseable {
   public void write(VolumeSource item, VolumeShape outShape, Dtype dtype, ByteBuffer out, long offset, int d0, int d1)
       throws IOException {
     long t0 = System.nanoTime();
-    VolumeSource.NpyPlace place = item.npyPlace();
-    String relative = place != null ? place.file().ref().relative() : NpyVolumeWriter.fileName(item.outputId(), item.record());
+    VolumeSource.FilePlace place = item.filePlace();
+    String relative = place != null ? place.relative() : NpyVolumeWriter.fileName(item.outputId(), item.record());
     String owner = owners.putIfAbsent(relative, item.outputId());
     if (owner != null && !owner.equals(item.outputId())) {
       throw new io.volpool.io.BadRecordException(item.record(), "its output file " + relative + " is written by another"
@@ -152,8 +152,8 @@ public final class NpyPlanesInPlace implements AutoCloseable {
           + " same one), so ids must be unique; give each volume its own id or write Parquet output");
     }
     int index = place != null ? place.index() : 0;
-    long[] leading = place != null ? place.file().leading() : new long[0];
-    int count = place != null ? place.file().count() : 1;
+    long[] leading = place != null ? place.leading() : new long[0];
+    int count = place != null ? place.count() : 1;
     long[] shape = new long[leading.length + 4];
     System.arraycopy(leading, 0, shape, 0, leading.length);
     for (int k = 0; k < 4; k++) {

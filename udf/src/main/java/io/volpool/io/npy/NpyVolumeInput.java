@@ -126,8 +126,8 @@ public final class NpyVolumeInput implements VolumeInput {
     }
 
     @Override
-    public NpyPlace npyPlace() {
-      return new NpyPlace(file, index);
+    public FilePlace filePlace() {
+      return new FilePlace(file.ref.path(), file.ref.relative(), file.leading(), file.count(), index);
     }
 
     @Override
