@@ -100,7 +100,10 @@ final class Progress extends SparkListener implements AutoCloseable {
     }
   }
 
-  /** Volumes and bytes read in one task's accumulator values, and 1 when they are the job's (its accumulators are there). */
+  /**
+   * Volumes read (and bad records set aside) and bytes read in one task's accumulator values, and 1 when they are the
+   * job's (its accumulators are there).
+   */
   private long[] counts(scala.collection.Seq<AccumulableInfo> infos) {
     long[] v = new long[3];
     scala.collection.Iterator<AccumulableInfo> ai = infos.iterator();
@@ -110,8 +113,11 @@ final class Progress extends SparkListener implements AutoCloseable {
         continue;
       }
       if (a.id() == m.volumesRead().id()) {
-        v[0] = val;
+        v[0] += val;
         v[2] = 1;
+      } else if (a.id() == m.quarantined().id()) {
+        // bad records set aside are done with too (spark.volpool.badRecords.path)
+        v[0] += val;
       } else if (a.id() == m.bytesIn().id()) {
         v[1] = val;
       }
@@ -181,7 +187,7 @@ final class Progress extends SparkListener implements AutoCloseable {
     long bytes;
     if (done) {
       // the job's accumulators hold every successful task
-      vols = m.volumesRead().value();
+      vols = m.volumesRead().value() + m.quarantined().value();
       bytes = m.bytesIn().value();
     } else {
       // finished tasks from their end events plus running ones from their last heartbeat: each task once

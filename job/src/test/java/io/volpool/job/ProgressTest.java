@@ -56,6 +56,22 @@ class ProgressTest {
   }
 
   @Test
+  void badRecordsSetAsideCountAsDone() {
+    SparkContext sc = SparkTests.spark().sparkContext();
+    JobMetrics m = JobMetrics.register(sc);
+    try (Progress p = new Progress(sc, m, 14, "volumes", System.nanoTime())) {
+      TaskInfo ti = taskInfo(9L);
+      ti.setAccumulables(scala.jdk.javaapi.CollectionConverters.asScala(List.of(info(m.volumesRead().id(), 12),
+          info(m.bytesIn().id(), 12 << 10), info(m.quarantined().id(), 2))).toList());
+      p.onTaskEnd(new SparkListenerTaskEnd(0, 0, "ResultTask", org.apache.spark.Success$.MODULE$, ti, null, null));
+      assertThat(p.line()).as("a finished task's bad records set aside").startsWith("volpool progress: 14 of 14 volumes (100.0%)");
+      m.volumesRead().add(12);
+      m.quarantined().add(2);
+      assertThat(p.finalLine()).startsWith("volpool progress: 14 of 14 volumes (100.0%)");
+    }
+  }
+
+  @Test
   void rangesOfAVolumeMoveTheLineByTheBytesTheyRead() {
     // one .npy volume as ranges in several tasks counts as read only when its range from plane 0 ends
     SparkContext sc = SparkTests.spark().sparkContext();
