@@ -80,17 +80,14 @@ final class MagicCommit extends OutputCommit {
     return files;
   }
 
-  MagicCommit(FileSystem fs, Path output, String id, boolean overwrite) throws IOException {
-    this(fs, output, id, overwrite, null);
-  }
-
   /**
    * A commit of run {@code id}; {@code resumes} (then equal to {@code id}): the dead run whose committed
    * tasks' uploads (their {@code .pendingset} records in its magic folder) this run keeps and completes
    * with its own. The uploads of its attempts that never committed are aborted first.
    */
-  MagicCommit(FileSystem fs, Path output, String id, boolean overwrite, String resumes) throws IOException {
-    super(fs, output, id, overwrite, output, true, resumes);
+  MagicCommit(FileSystem fs, Path output, String id, boolean overwrite, String resumes, io.volpool.conf.OutputMode mode)
+      throws IOException {
+    super(fs, output, id, overwrite, output, true, resumes, mode);
     if (resumes != null) {
       abortUncommitted();
     }

@@ -48,12 +48,12 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
   /** The earlier run whose committed tasks this one keeps ({@code mode=resume}), or null. */
   final String resumes;
   /** The run adds its files to the output ({@code mode=append}) rather than making or replacing it. */
-  boolean append;
+  final boolean append;
   /**
-   * A failed run keeps its committed tasks for the next resume ({@code mode=resume}): Spark's job abort must not
-   * remove them (the driver decides, {@link #abort(String)}).
+   * A failed run keeps its committed tasks for the next resume, whatever its mode but append: Spark's job abort must
+   * not remove them (the driver decides, {@link #abort(String)}).
    */
-  boolean keepCommitted;
+  final boolean keepCommitted;
   /**
    * Under append: the runs the output's manifest named when this run planned (empty: no output then, null: not
    * set). The commit re-reads the manifest under the lock and refuses when another run changed it since.
@@ -61,8 +61,10 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
   private List<String> appendBase;
 
   OutputCommit(FileSystem fs, Path output, String id, boolean overwrite, Path staging, boolean rewriteToTouch,
-      String resumes) throws IOException {
+      String resumes, io.volpool.conf.OutputMode mode) throws IOException {
     this.fs = fs;
+    this.append = mode == io.volpool.conf.OutputMode.APPEND;
+    this.keepCommitted = mode != io.volpool.conf.OutputMode.APPEND;
     this.output = output;
     this.id = id;
     this.overwrite = overwrite;
@@ -142,14 +144,11 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
     String id = resumes != null ? resumes : UUID.randomUUID().toString();
     OutputCommit c;
     if (magic) {
-      c = new MagicCommit(fs, out, id, overwrite, resumes);
+      c = new MagicCommit(fs, out, id, overwrite, resumes, mode);
     } else {
       RenameCommit.removeDeadStaging(fs, out, resumes);
-      c = new RenameCommit(fs, out, id, overwrite, resumes);
+      c = new RenameCommit(fs, out, id, overwrite, resumes, mode);
     }
-    c.append = mode == io.volpool.conf.OutputMode.APPEND;
-    // a failed run keeps what its tasks committed, whatever its mode but append, for a rerun with mode=resume
-    c.keepCommitted = mode != io.volpool.conf.OutputMode.APPEND;
     if (resumes != null) {
       c.resumedManifest = RunManifest.read(fs, out.getParent(), manifestName(out, resumes));
     }

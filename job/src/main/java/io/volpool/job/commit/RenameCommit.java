@@ -25,18 +25,18 @@ final class RenameCommit extends OutputCommit {
 
   private final Path staging;
 
-  RenameCommit(FileSystem fs, Path output, String id, boolean overwrite) throws IOException {
-    this(fs, output, id, overwrite, null);
-  }
-
-  /** A commit of run {@code id}; {@code resumes} (then equal to {@code id}): the dead run whose staging it takes over. */
-  RenameCommit(FileSystem fs, Path output, String id, boolean overwrite, String resumes) throws IOException {
-    this(fs, output, id, overwrite, new Path(output.getParent(), "." + output.getName() + STAGING + id), resumes);
-  }
-
-  private RenameCommit(FileSystem fs, Path output, String id, boolean overwrite, Path staging, String resumes)
+  /**
+   * A commit of run {@code id} in {@code mode}; {@code resumes} (then equal to {@code id}): the dead run whose staging
+   * it takes over.
+   */
+  RenameCommit(FileSystem fs, Path output, String id, boolean overwrite, String resumes, io.volpool.conf.OutputMode mode)
       throws IOException {
-    super(fs, output, id, overwrite, staging, false, resumes);
+    this(fs, output, id, overwrite, new Path(output.getParent(), "." + output.getName() + STAGING + id), resumes, mode);
+  }
+
+  private RenameCommit(FileSystem fs, Path output, String id, boolean overwrite, Path staging, String resumes,
+      io.volpool.conf.OutputMode mode) throws IOException {
+    super(fs, output, id, overwrite, staging, false, resumes, mode);
     this.staging = staging;
     if (resumes != null) {
       keepCommittedTasksOnly();
