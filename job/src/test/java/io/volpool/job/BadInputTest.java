@@ -57,10 +57,19 @@ class BadInputTest {
     }
     assertThat(r.err()).contains("nothing was published; fix or remove th").contains("or set spark.volpool.badRecords.path=DIR"
         + " to set bad records aside there and write the rest");
+    List<String> left;
     try (var s = Files.list(tmp)) {
-      assertThat(s.map(p -> p.getFileName().toString())).as("nothing but the input and the run's status")
-          .containsExactlyInAnyOrder("in", ".out.volpool-status.json");
+      left = s.map(p -> p.getFileName().toString()).filter(n -> !n.equals("in") && !n.equals(".out.volpool-status.json"))
+          .toList();
     }
+    if (!left.isEmpty()) {
+      // a task of another file committed before the bad one failed (many cores: on the GPU machine): its work is kept
+      // for a resume, and the failure says so (docs/failures.md)
+      assertThat(left).as("only a kept staging beside the output, never the output").allMatch(n -> n.startsWith(
+          ".out.volpool-staging-"));
+      assertThat(r.err()).contains("committed before the failure are kept").contains("output.mode=resume");
+    }
+    assertThat(tmp.resolve(".out.volpool-status.json")).exists();
     java.util.Map<?, ?> status = RunStatus.read(new org.apache.hadoop.fs.Path(tmp.resolve(".out.volpool-status.json").toUri()),
         new org.apache.hadoop.conf.Configuration());
     assertThat(status.get("status")).isEqualTo("failed");
