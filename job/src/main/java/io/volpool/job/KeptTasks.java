@@ -92,9 +92,11 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
                 + io.volpool.conf.VolpoolOptions.BAD_RECORDS_PATH.key() + " is unset)";
           } else if (fs.getFileStatus(e.getValue()).isDirectory()) {
             c = countFolder(e.getValue(), i, t, npyOut, rowsOut, planeRows, fingerprint, conf, out.staging(), bad);
-          } else if (quarantine) {
-            // its side file of bad records, if any, is as unreadable as its data files until the commit
-            why = "on S3 a kept task's bad records set aside cannot be counted before the commit";
+          } else if (OutputCommit.setsAside(fs, e.getValue())) {
+            // its side file of bad records is as unreadable as its data files until the commit: not counted, not kept
+            why = quarantine ? "on S3 a kept task's bad records set aside cannot be counted before the commit"
+                : "it set bad records aside, and this run does not (" + io.volpool.conf.VolpoolOptions.BAD_RECORDS_PATH.key()
+                    + " is unset)";
           } else {
             // an upload record (S3): the files are not readable before the commit completes them, which counts them
             c = rowsOut || planeRows || npyOut ? null : planned(t, planeRows);

@@ -357,9 +357,24 @@ public final class VolpoolJob {
     continued.put("tasks_kept", 0L);
     continued.put("tasks_run", 0L);
     continued.put("output", "complete already, nothing run");
-    return RunSummary.nothingRun("complete already", new RunSummary.Run(s.input(), s.inputFormat().toString(),
+    RunSummary none = RunSummary.nothingRun("complete already", new RunSummary.Run(s.input(), s.inputFormat().toString(),
         fs.makeQualified(out).toString(), s.outputFormat().toString(), p.pipeline().describe(), "none (nothing run)"),
         (System.nanoTime() - t0) / 1e9, p.input().skipped(), p.outSpec().metadata(), s.effective(), continued);
+    // the output holds what the run that made it set aside: said again (exit 5), as that run may have died before it
+    // could say so itself
+    io.volpool.job.commit.SetAside aside = io.volpool.job.commit.SetAside.NONE;
+    Path summaryFile = new Path(out, SUMMARY_FILE);
+    if (fs.exists(summaryFile)) {
+      try (var in = fs.open(summaryFile)) {
+        com.fasterxml.jackson.databind.JsonNode j = new com.fasterxml.jackson.databind.ObjectMapper().readTree(in);
+        if (j.path("bad_records").asLong() > 0 && j.hasNonNull("bad_records_file")) {
+          aside = new io.volpool.job.commit.SetAside(j.get("bad_records").asLong(), java.util.Set.of(),
+              new Path(j.get("bad_records_file").asText()));
+        }
+      }
+    }
+    return aside.records() == 0 ? none : new RunSummary(none.status(), none.run(), none.counts(), none.resources(),
+        none.skipped(), none.provenance(), none.settings(), none.timeline(), none.continued(), aside);
   }
 
   /**
@@ -524,6 +539,7 @@ public final class VolpoolJob {
     // before anything is read, written or deleted: the output may not be, contain or lie inside what the job reads
     PathOverlap.check(s.output(), VolpoolOptions.OUTPUT.key(), s.input(), VolpoolOptions.INPUT.key(), conf);
     if (s.badRecordsPath() != null) {
+      io.volpool.job.commit.SetAside.requireWritable(s.badRecordsPath(), conf);
       for (String[] other : new String[][] {{s.output(), VolpoolOptions.OUTPUT.key()}, {s.input(), VolpoolOptions.INPUT.key()}}) {
         if (PathOverlap.overlap(s.badRecordsPath(), other[0], conf)) {
           throw new SettingsException(VolpoolOptions.BAD_RECORDS_PATH.key() + "=" + s.badRecordsPath() + " overlaps "
@@ -725,62 +741,74 @@ public final class VolpoolJob {
     // the bad records the committed tasks set aside: out of the output, into the bad-records path, counted
     io.volpool.job.commit.SetAside bad = s.badRecordsPath() == null ? io.volpool.job.commit.SetAside.NONE
         : io.volpool.job.commit.SetAside.gather(committedTo, s.badRecordsPath(), out.id(), p.conf());
-    if (!p.npyOut() && (p.input().rows() == 0 || bad.records() > 0 && !holdsParquet(committedTo, p.conf()))) {
-      // no volumes: one file of the output's schema and no rows, as Spark writes for an empty DataFrame, so a
-      // reader of the output (spark.read.parquet) still finds its schema
-      new ParquetBatchWriter(new Path(committedTo, "part-00000-empty.parquet"), p.outSpec(), p.conf(),
-          new io.volpool.backend.PhaseTimes()).close();
-    }
-    if (p.outSpec().npyRanges().parts()) {
-      // the tasks' parts joined in order into their files (HDFS concat, S3 copies inside the store: no byte through
-      // the driver), to be counted
-      long joinStart = System.nanoTime();
-      int joined = io.volpool.io.npy.NpyPlanesInPlace.joinParts(io.volpool.io.Files2.fs(committedTo, p.conf()),
-          committedTo, p.outSpec().npyRanges(), io.volpool.job.commit.S3aUploads::joinByCopies);
-      if (joined > 0) {
-        LOG.info("volpool: {} .npy file(s) joined from their range tasks' parts ({}) in {} s", joined,
-            p.outSpec().npyRanges() == io.volpool.io.npy.NpyPlanesInPlace.Mode.PARTS ? "HDFS concat" : "copies in S3",
-            String.format(java.util.Locale.ROOT, "%.1f", (System.nanoTime() - joinStart) / 1e9));
+    // a run that does not publish leaves no bad_records.json for records it never set aside
+    boolean published = false;
+    try {
+      // (not into an existing output an append adds to: it has its schema, and the name would clash the next time)
+      boolean addsToOutput = p.append() != null && p.append().existing() != null;
+      if (!p.npyOut() && (p.input().rows() == 0 || bad.records() > 0 && !addsToOutput
+          && !holdsParquet(committedTo, p.conf()))) {
+        // no volumes: one file of the output's schema and no rows, as Spark writes for an empty DataFrame, so a
+        // reader of the output (spark.read.parquet) still finds its schema
+        new ParquetBatchWriter(new Path(committedTo, "part-00000-empty.parquet"), p.outSpec(), p.conf(),
+            new io.volpool.backend.PhaseTimes()).close();
       }
-    }
-    if (p.outSpec().npyRanges() == io.volpool.io.npy.NpyPlanesInPlace.Mode.POSITIONED) {
-      // the files the tasks wrote in place join the output's other files, to be counted with them
-      FileSystem fs = io.volpool.io.Files2.fs(committedTo, p.conf());
-      Path files = new Path(committedTo, io.volpool.io.npy.NpyPlanesInPlace.FILES);
-      if (fs.exists(files)) {
-        for (org.apache.hadoop.fs.FileStatus f : fs.listStatus(files)) {
-          io.volpool.io.Files2.merge(fs, f, committedTo, existing -> {
-            throw new io.volpool.io.BadRecordException("output file " + existing.getName(), "two inputs write it: each"
-                + " .npy output is named by its input file or its volume's id, so these must be unique");
-          });
+      if (p.outSpec().npyRanges().parts()) {
+        // the tasks' parts joined in order into their files (HDFS concat, S3 copies inside the store: no byte through
+        // the driver), to be counted
+        long joinStart = System.nanoTime();
+        int joined = io.volpool.io.npy.NpyPlanesInPlace.joinParts(io.volpool.io.Files2.fs(committedTo, p.conf()),
+            committedTo, p.outSpec().npyRanges(), io.volpool.job.commit.S3aUploads::joinByCopies);
+        if (joined > 0) {
+          LOG.info("volpool: {} .npy file(s) joined from their range tasks' parts ({}) in {} s", joined,
+              p.outSpec().npyRanges() == io.volpool.io.npy.NpyPlanesInPlace.Mode.PARTS ? "HDFS concat" : "copies in S3",
+              String.format(java.util.Locale.ROOT, "%.1f", (System.nanoTime() - joinStart) / 1e9));
         }
-        fs.delete(files, true);
+      }
+      if (p.outSpec().npyRanges() == io.volpool.io.npy.NpyPlanesInPlace.Mode.POSITIONED) {
+        // the files the tasks wrote in place join the output's other files, to be counted with them
+        FileSystem fs = io.volpool.io.Files2.fs(committedTo, p.conf());
+        Path files = new Path(committedTo, io.volpool.io.npy.NpyPlanesInPlace.FILES);
+        if (fs.exists(files)) {
+          for (org.apache.hadoop.fs.FileStatus f : fs.listStatus(files)) {
+            io.volpool.io.Files2.merge(fs, f, committedTo, existing -> {
+              throw new io.volpool.io.BadRecordException("output file " + existing.getName(), "two inputs write it: each"
+                  + " .npy output is named by its input file or its volume's id, so these must be unique");
+            });
+          }
+          fs.delete(files, true);
+        }
+      }
+      if (p.npyIn() && p.npyOut()) {
+        emptyBatchOutputs(p, committedTo, bad.files());
+      }
+      CommittedOutput committed = CommittedOutput.count(committedTo, p.npyOut(), p.rowsOut(), p.conf());
+      if (before != null) {
+        committed = committed.minus(before);
+      }
+      // what this run's tasks counted, and what the kept tasks' files and plans hold
+      CommittedOutput.check(committed, p.input(), CommittedOutput.TaskCounts.of(metrics).plus(kept.counts()), bad, p.npyIn(),
+          p.npyOut(), p.rowsOut(), out.output().toString());
+      if (p.outSpec().npyInPlace()) {
+        // the ranges' markers were counted: the output holds the .npy files only
+        io.volpool.io.Files2.fs(committedTo, p.conf()).delete(new Path(committedTo,
+            io.volpool.io.npy.NpyPlanesInPlace.MARKERS), true);
+      }
+      Map<String, Object> continued = p.append() != null ? appendTotals(p, out, committed) : kept.describe(out, p.input());
+      RunSummary summary = summary(s, out, metrics, p.pipeline(), p.input(), committed, p.outSpec().metadata(),
+          (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, timeline, continued, bad);
+      out.writeText(SUMMARY_FILE, summary.toJson());
+      // last: the manifest says which input the output holds (an append's: the output's and this run's)
+      out.writeText(io.volpool.job.commit.RunManifest.FILE, (p.append() != null ? p.append().after(p.manifest(), out.id())
+          : p.manifest().withRun(out.id())).toJson());
+      out.commit();
+      published = true;
+      return summary;
+    } finally {
+      if (!published) {
+        bad.discard(p.conf());
       }
     }
-    if (p.npyIn() && p.npyOut()) {
-      emptyBatchOutputs(p, committedTo, bad.files());
-    }
-    CommittedOutput committed = CommittedOutput.count(committedTo, p.npyOut(), p.rowsOut(), p.conf());
-    if (before != null) {
-      committed = committed.minus(before);
-    }
-    // what this run's tasks counted, and what the kept tasks' files and plans hold
-    CommittedOutput.check(committed, p.input(), CommittedOutput.TaskCounts.of(metrics).plus(kept.counts()), bad, p.npyIn(),
-        p.npyOut(), p.rowsOut(), out.output().toString());
-    if (p.outSpec().npyInPlace()) {
-      // the ranges' markers were counted: the output holds the .npy files only
-      io.volpool.io.Files2.fs(committedTo, p.conf()).delete(new Path(committedTo,
-          io.volpool.io.npy.NpyPlanesInPlace.MARKERS), true);
-    }
-    Map<String, Object> continued = p.append() != null ? appendTotals(p, out, committed) : kept.describe(out, p.input());
-    RunSummary summary = summary(s, out, metrics, p.pipeline(), p.input(), committed, p.outSpec().metadata(),
-        (System.nanoTime() - t0) / 1e9, System.nanoTime() - tc, timeline, continued, bad);
-    out.writeText(SUMMARY_FILE, summary.toJson());
-    // last: the manifest says which input the output holds (an append's: the output's and this run's)
-    out.writeText(io.volpool.job.commit.RunManifest.FILE, (p.append() != null ? p.append().after(p.manifest(), out.id())
-        : p.manifest().withRun(out.id())).toJson());
-    out.commit();
-    return summary;
   }
 
   /**

@@ -46,6 +46,16 @@ class BadRecordsPathTest {
     return lines;
   }
 
+  /** The files under {@code dir} (none when it does not exist): the bad-records path is made when the run starts. */
+  static List<Path> files(Path dir) throws Exception {
+    if (!Files.exists(dir)) {
+      return List.of();
+    }
+    try (Stream<Path> s = Files.walk(dir)) {
+      return s.filter(Files::isRegularFile).toList();
+    }
+  }
+
   static Map<?, ?> status(Path out) throws Exception {
     return RunStatus.read(RunStatus.path(new org.apache.hadoop.fs.Path(out.toString())),
         new org.apache.hadoop.conf.Configuration());
@@ -213,7 +223,7 @@ class BadRecordsPathTest {
     Path out = tmp.resolve("run/out");
     Path bad = tmp.resolve("bad");
     killedAtHalf(tmp, resumable(in, out, bad), "killed");
-    assertThat(bad).as("nothing is set aside before the job commits").doesNotExist();
+    assertThat(files(bad)).as("nothing is set aside before the job commits").isEmpty();
 
     SparkTests.Result r = SparkTests.run(resumable(in, out, bad));
     assertThat(r.code()).as(r.err()).isEqualTo(VolpoolMain.EXIT_QUARANTINED);
@@ -226,6 +236,12 @@ class BadRecordsPathTest {
     assertThat(summary.get("bad_records").asLong()).isEqualTo(6);
     assertNoSideFiles(out);
     assertThat(CrashTest.leftovers(out.getParent())).isEmpty();
+
+    // a retry of the complete output runs nothing and says again what its output set aside (its maker may have died
+    // before it could)
+    SparkTests.Result again = SparkTests.run(resumable(in, out, bad));
+    assertThat(again.code()).as(again.err()).isEqualTo(VolpoolMain.EXIT_QUARANTINED);
+    assertThat(again.err()).contains("6 bad records set aside in " + summary.get("bad_records_file").asText());
   }
 
   @Test
@@ -238,7 +254,7 @@ class BadRecordsPathTest {
     assertThat(strict.waitFor(300)).as(strict.output()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
     assertThat(strict.output()).contains("volpool: FAILED: bad record id=b").contains("runs again: it set 1 bad records"
         + " aside, and this run does not (spark.volpool.badRecords.path is unset)");
-    assertThat(tmp.resolve("bad")).doesNotExist();
+    assertThat(files(tmp.resolve("bad"))).isEmpty();
   }
 
   @Test
@@ -257,5 +273,67 @@ class BadRecordsPathTest {
         "badRecords.path", tmp.resolve("out2/bad").toString()));
     assertThat(inside.code()).as(inside.err()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
     assertThat(inside.err()).contains("overlaps spark.volpool.output=").contains("replaced with the output");
+
+    Files.writeString(tmp.resolve("a-file"), "not a folder");
+    SparkTests.Result unwritable = SparkTests.run(HardeningTest.identity(flat, tmp.resolve("out3"), "device", "cpu",
+        "badRecords.path", tmp.resolve("a-file/bad").toString()));
+    assertThat(unwritable.code()).as(unwritable.err()).isEqualTo(VolpoolMain.EXIT_SETTINGS);
+    assertThat(unwritable.err()).contains("spark.volpool.badRecords.path=" + tmp.resolve("a-file/bad"))
+        .contains("volpool cannot write there");
+    assertThat(tmp.resolve("out3")).as("refused before any work").doesNotExist();
+  }
+
+  @Test
+  void appendsWhoseEveryNewRecordIsSetAsideAddNothing(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    goodAndBad(in, 1);
+    Path out = tmp.resolve("out");
+    Map<String, String> conf = HardeningTest.identity(in, out, "device", "cpu", "output.mode", "append",
+        "badRecords.path", tmp.resolve("bad").toString());
+    assertThat(SparkTests.run(conf).code()).isEqualTo(VolpoolMain.EXIT_QUARANTINED);
+    for (String day : List.of("x", "y")) {
+      // a day of bad records only: the output keeps its one good volume, and no empty part joins it
+      Path flat = tmp.resolve("flat-" + day);
+      SparkTests.spark().createDataFrame(List.of(BadInputTest.row("bad-" + day, List.of(1, 4, 4, 4), "float32",
+          new byte[3])), BadInputTest.BINARY).coalesce(1).write().parquet(flat.toString());
+      try (var s = Files.list(flat)) {
+        for (Path p : s.filter(p -> p.getFileName().toString().endsWith(".parquet")).toList()) {
+          Files.copy(p, in.resolve(day + ".parquet"));
+        }
+      }
+      SparkTests.Result r = SparkTests.run(conf);
+      assertThat(r.code()).as(day + ": " + r.err()).isEqualTo(VolpoolMain.EXIT_QUARANTINED);
+    }
+    assertThat(rows(out).keySet()).containsExactly("g0");
+    assertNoSideFiles(out);
+  }
+
+  @Test
+  void aRunThatFailsAfterGatheringLeavesNoBadRecordsFile(@TempDir Path tmp) throws Exception {
+    Path in = tmp.resolve("in");
+    Files.createDirectories(in);
+    Files.copy(Golden.get("pipeline_seed").dir().resolve("input.npy"), in.resolve("a.npy"));
+    byte[] b = Files.readAllBytes(in.resolve("a.npy"));
+    Files.write(in.resolve("b-truncated.npy"), java.util.Arrays.copyOf(b, b.length - 1000));
+    // a batch of no volumes of 4 channels: its output is made at the commit, where the pipeline refuses the shape
+    Files.write(in.resolve("c-empty.npy"), io.volpool.format.Npy.header(new long[] {0, 4, 16, 32, 32}));
+    Map<String, String> conf = JobEndToEndTest.seedConf(in, "npy", tmp.resolve("out"));
+    conf.put(io.volpool.conf.VolpoolOptions.BAD_RECORDS_PATH.key(), tmp.resolve("bad").toString());
+    SparkTests.Result r = SparkTests.run(conf);
+    assertThat(r.code()).as(r.err()).isEqualTo(VolpoolMain.EXIT_BAD_RECORD);
+    assertThat(r.err()).contains("c-empty.npy");
+    assertThat(files(tmp.resolve("bad"))).as("no bad records of a run that published nothing").isEmpty();
+  }
+
+  @Test
+  void anS3TaskRecordTellsWhetherItSetRecordsAside(@TempDir Path tmp) throws Exception {
+    org.apache.hadoop.fs.FileSystem fs = org.apache.hadoop.fs.FileSystem.getLocal(new org.apache.hadoop.conf.Configuration());
+    Path with = tmp.resolve("task_1.pendingset");
+    Path without = tmp.resolve("task_2.pendingset");
+    Files.writeString(with, "{\"commits\":[{\"destinationKey\":\"out/part-r-00001.parquet\",\"uploadId\":\"u1\"},"
+        + "{\"destinationKey\":\"out/" + QuarantinedRecord.FOLDER + "/task-00001.json\",\"uploadId\":\"u2\"}]}");
+    Files.writeString(without, "{\"commits\":[{\"destinationKey\":\"out/part-r-00002.parquet\",\"uploadId\":\"u3\"}]}");
+    assertThat(io.volpool.job.commit.OutputCommit.setsAside(fs, new org.apache.hadoop.fs.Path(with.toUri()))).isTrue();
+    assertThat(io.volpool.job.commit.OutputCommit.setsAside(fs, new org.apache.hadoop.fs.Path(without.toUri()))).isFalse();
   }
 }

@@ -110,6 +110,20 @@ final class MagicCommit extends OutputCommit {
     return out;
   }
 
+  /**
+   * Whether the committed task of upload record {@code record} (a {@code .pendingset}) set bad records aside: one of
+   * its uploads is its side file ({@link io.volpool.io.QuarantinedRecord#FOLDER}), which cannot be read before the
+   * job commit completes it.
+   */
+  static boolean uploadsSideFile(FileSystem fs, Path record) throws IOException {
+    for (String[] u : uploads(fs, record)) {
+      if (u[0].contains("/" + io.volpool.io.QuarantinedRecord.FOLDER + "/")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** The {@code [destinationKey, uploadId]} of each upload a {@code .pending} or {@code .pendingset} record names. */
   private static List<String[]> uploads(FileSystem fs, Path record) throws IOException {
     List<String[]> out = new ArrayList<>();

@@ -363,6 +363,14 @@ public abstract sealed class OutputCommit implements AutoCloseable permits Renam
     MagicCommit.requireSafe(output, conf);
   }
 
+  /**
+   * Whether the kept task of upload record {@code record} (S3's {@code .pendingset}, {@link #keptTasks}) set bad
+   * records aside: its side file is one of its uploads.
+   */
+  public static boolean setsAside(FileSystem fs, Path record) throws IOException {
+    return MagicCommit.uploadsSideFile(fs, record);
+  }
+
   /** Whether an output of this scheme is refused whatever else holds: an object store other than s3a://. */
   public static boolean refusedScheme(String scheme) {
     return MagicCommit.refusedScheme(scheme);

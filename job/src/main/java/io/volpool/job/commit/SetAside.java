@@ -33,6 +33,42 @@ public record SetAside(long records, Set<String> files, Path file) {
   public static final String FILE = "bad_records.json";
 
   /**
+   * Refuses a bad-records path the driver cannot write, before any work: an object store volpool does not write
+   * to, or a folder it cannot create or write a file in (found at the end of a long run, it would cost the run).
+   */
+  public static void requireWritable(String path, Configuration conf) {
+    String key = io.volpool.conf.VolpoolOptions.BAD_RECORDS_PATH.key();
+    try {
+      OutputCommit.requireSafe(path, conf);
+      Path p = new Path(path);
+      FileSystem fs = io.volpool.io.Files2.fs(p, conf);
+      fs.mkdirs(p);
+      Path probe = new Path(p, ".volpool-write-check-" + java.util.UUID.randomUUID());
+      fs.create(probe, false).close();
+      fs.delete(probe, false);
+    } catch (IOException | RuntimeException e) {
+      if (e instanceof io.volpool.conf.SettingsException se) {
+        throw se;
+      }
+      throw new io.volpool.conf.SettingsException(key + "=" + path + ": volpool cannot write there ("
+          + String.valueOf(e.getMessage()).lines().findFirst().orElse("") + "); name a folder the driver can create and"
+          + " write, on a filesystem every host shares");
+    }
+  }
+
+  /** Deletes the file {@link #gather} wrote, when the run that set these records aside did not publish. */
+  public void discard(Configuration conf) {
+    if (file != null) {
+      try {
+        io.volpool.io.Files2.fs(file, conf).delete(file.getParent(), true);
+      } catch (IOException | RuntimeException e) {
+        org.slf4j.LoggerFactory.getLogger(SetAside.class).warn("volpool: could not remove {} of a run that did not"
+            + " publish: {}", file, e.getMessage());
+      }
+    }
+  }
+
+  /**
    * Counts the side files under {@code dir} (a committed task's folder, or the job's committed output) without
    * moving them.
    */
