@@ -166,13 +166,19 @@ class BadInputTest {
     assertThat(r.err().split("volpool: also bad record", -1)).hasSize(21);
   }
 
-  @Test
-  void corruptNpy(@TempDir Path tmp) throws Exception {
+  /** {@code tmp/in} holding the seed case's input as {@code good} and a copy cut 1,000 bytes short as {@code truncated}. */
+  static Path goodAndTruncatedNpy(Path tmp, String good, String truncated) throws Exception {
     Path in = tmp.resolve("in");
     Files.createDirectories(in);
-    Files.copy(Golden.get("pipeline_seed").dir().resolve("input.npy"), in.resolve("ok.npy"));
-    byte[] b = Files.readAllBytes(in.resolve("ok.npy"));
-    Files.write(in.resolve("truncated.npy"), java.util.Arrays.copyOf(b, b.length - 1000));
+    Files.copy(Golden.get("pipeline_seed").dir().resolve("input.npy"), in.resolve(good));
+    byte[] b = Files.readAllBytes(in.resolve(good));
+    Files.write(in.resolve(truncated), java.util.Arrays.copyOf(b, b.length - 1000));
+    return in;
+  }
+
+  @Test
+  void corruptNpy(@TempDir Path tmp) throws Exception {
+    Path in = goodAndTruncatedNpy(tmp, "ok.npy", "truncated.npy");
     assertFailsCleanly(runOn(in, "npy", tmp.resolve("out")), tmp, "truncated.npy", "not a readable .npy file",
         "(file truncated or corrupt)");
   }

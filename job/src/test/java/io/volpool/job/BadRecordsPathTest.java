@@ -8,7 +8,6 @@ import io.volpool.format.NpyArray;
 import io.volpool.io.QuarantinedRecord;
 import io.volpool.job.commit.KillPoints;
 import io.volpool.job.commit.SetAside;
-import io.volpool.testing.Golden;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -157,11 +156,7 @@ class BadRecordsPathTest {
 
   @Test
   void npyFilesThatBreakARuleAreSetAsideWhole(@TempDir Path tmp) throws Exception {
-    Path in = tmp.resolve("in");
-    Files.createDirectories(in);
-    Files.copy(Golden.get("pipeline_seed").dir().resolve("input.npy"), in.resolve("a.npy"));
-    byte[] b = Files.readAllBytes(in.resolve("a.npy"));
-    Files.write(in.resolve("b-truncated.npy"), java.util.Arrays.copyOf(b, b.length - 1000));
+    Path in = BadInputTest.goodAndTruncatedNpy(tmp, "a.npy", "b-truncated.npy");
     SparkTests.writeNpy(in.resolve("c-flat.npy"), NpyArray.of(new long[] {6, 4}, new float[24]));
     Files.copy(in.resolve("a.npy"), in.resolve("d.npy"));
     Path out = tmp.resolve("out");
@@ -310,11 +305,7 @@ class BadRecordsPathTest {
 
   @Test
   void aRunThatFailsAfterGatheringLeavesNoBadRecordsFile(@TempDir Path tmp) throws Exception {
-    Path in = tmp.resolve("in");
-    Files.createDirectories(in);
-    Files.copy(Golden.get("pipeline_seed").dir().resolve("input.npy"), in.resolve("a.npy"));
-    byte[] b = Files.readAllBytes(in.resolve("a.npy"));
-    Files.write(in.resolve("b-truncated.npy"), java.util.Arrays.copyOf(b, b.length - 1000));
+    Path in = BadInputTest.goodAndTruncatedNpy(tmp, "a.npy", "b-truncated.npy");
     // a batch of no volumes of 4 channels: its output is made at the commit, where the pipeline refuses the shape
     Files.write(in.resolve("c-empty.npy"), io.volpool.format.Npy.header(new long[] {0, 4, 16, 32, 32}));
     Map<String, String> conf = JobEndToEndTest.seedConf(in, "npy", tmp.resolve("out"));
