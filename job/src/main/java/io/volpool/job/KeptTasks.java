@@ -85,18 +85,18 @@ record KeptTasks(SortedMap<Integer, CommittedOutput.TaskCounts> tasks, Committed
         TaskPlan t = plan.tasks().get(i);
         try {
           FileSystem fs = io.volpool.io.Files2.fs(e.getValue(), conf);
-          io.volpool.job.commit.SetAside bad = fs.getFileStatus(e.getValue()).isDirectory()
-              ? io.volpool.job.commit.SetAside.count(e.getValue(), conf) : io.volpool.job.commit.SetAside.NONE;
-          if (bad.records() > 0 && !quarantine) {
-            why = "it set " + bad.records() + " bad records aside, and this run does not ("
+          boolean folder = fs.getFileStatus(e.getValue()).isDirectory();
+          io.volpool.job.commit.SetAside bad = folder ? io.volpool.job.commit.SetAside.count(e.getValue(), conf)
+              : io.volpool.job.commit.SetAside.NONE;
+          // on S3 the task's side file is one of its uploads, unreadable (so uncounted) until the commit
+          boolean setAside = folder ? bad.records() > 0 : OutputCommit.setsAside(fs, e.getValue());
+          if (setAside && !quarantine) {
+            why = "it set " + (folder ? bad.records() + " " : "") + "bad records aside, and this run does not ("
                 + io.volpool.conf.VolpoolOptions.BAD_RECORDS_PATH.key() + " is unset)";
-          } else if (fs.getFileStatus(e.getValue()).isDirectory()) {
+          } else if (folder) {
             c = countFolder(e.getValue(), i, t, npyOut, rowsOut, planeRows, fingerprint, conf, out.staging(), bad);
-          } else if (OutputCommit.setsAside(fs, e.getValue())) {
-            // its side file of bad records is as unreadable as its data files until the commit: not counted, not kept
-            why = quarantine ? "on S3 a kept task's bad records set aside cannot be counted before the commit"
-                : "it set bad records aside, and this run does not (" + io.volpool.conf.VolpoolOptions.BAD_RECORDS_PATH.key()
-                    + " is unset)";
+          } else if (setAside) {
+            why = "on S3 a kept task's bad records set aside cannot be counted before the commit";
           } else {
             // an upload record (S3): the files are not readable before the commit completes them, which counts them
             c = rowsOut || planeRows || npyOut ? null : planned(t, planeRows);
